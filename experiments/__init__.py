@@ -1,0 +1,1 @@
+"""Entry points (absl flags), configs and plots."""

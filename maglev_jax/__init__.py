@@ -1,0 +1,1 @@
+"""Maglev: a sliding-window decoder with recurrent K/V memory injection."""
