@@ -1,0 +1,187 @@
+"""Full causal (`A`) and sliding-window (`S`) softmax attention, with decode caches.
+
+Pure functions carry the math; `Attention` holds the projections around them.
+
+Window convention: a window of `w` keys lets the query at position p see keys at
+positions p - w + 1 .. p (itself and the w - 1 before it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from sdm_jax.layers.norms import RMSNorm
+from sdm_jax.layers.rotary import apply_rotary
+
+Cache = dict[str, jax.Array]
+
+
+def attention_mask(q_positions: jax.Array, k_positions: jax.Array,
+                   window: int | None) -> jax.Array:
+  """[B, Tq, Tk] boolean: key k is visible to query q.
+
+  Visible when `0 <= k_pos <= q_pos` and, with a window, `q_pos - k_pos < window`.
+  Negative key positions mark empty cache slots.
+  """
+  q_pos = q_positions[:, :, None]
+  k_pos = k_positions[:, None, :]
+  visible = (k_pos >= 0) & (k_pos <= q_pos)
+  if window is not None:
+    visible &= (q_pos - k_pos) < window
+  return visible
+
+
+def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
+                     k_positions: jax.Array, *, window: int | None = None,
+                     scale: float | None = None) -> jax.Array:
+  """Softmax attention with the mask built from explicit positions (the readable reference).
+
+  `o[b, t, h] = softmax_s(scale * q[b, t, h] . k[b, s, h] | visible) @ v[b, :, h]`.
+
+  Args:
+    q: [B, Tq, H, D]; k, v: [B, Tk, H, D].
+    q_positions: [B, Tq]; k_positions: [B, Tk] (negative = empty slot).
+    window: keys per query, or None for full causal attention.
+    scale: defaults to D ** -0.5.
+
+  Returns:
+    [B, Tq, H, D] in q.dtype; scores and softmax in float32.
+  """
+  chex.assert_rank([q, k, v], 4)
+  chex.assert_equal_shape([k, v])
+  scale = q.shape[-1] ** -0.5 if scale is None else scale
+  scores = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32) * scale
+  mask = attention_mask(q_positions, k_positions, window)[:, None]
+  scores = jnp.where(mask, scores, -jnp.inf)
+  # A query with no visible key (cannot happen for valid positions) would give NaN; keep 0.
+  weights = jnp.nan_to_num(jax.nn.softmax(scores, axis=-1))
+  out = jnp.einsum("bhqk,bkhd->bqhd", weights, v.astype(jnp.float32))
+  return out.astype(q.dtype)
+
+
+def default_implementation(dtype: jnp.dtype) -> str:
+  """cuDNN flash attention on GPU for half-precision inputs, XLA otherwise."""
+  on_gpu = jax.default_backend() == "gpu"
+  return "cudnn" if on_gpu and jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) else "xla"
+
+
+def causal_attention(q: jax.Array, k: jax.Array, v: jax.Array, *, window: int | None = None,
+                     implementation: str | None = None) -> jax.Array:
+  """Causal (optionally sliding-window) attention over one sequence starting at position 0.
+
+  q, k, v: [B, T, H, D] -> [B, T, H, D]. Uses `jax.nn.dot_product_attention` (cuDNN flash
+  attention on GPU in bf16/fp16, XLA elsewhere); equals `masked_attention` with positions
+  0..T-1.
+  """
+  chex.assert_rank([q, k, v], 4)
+  if window is not None and window < 1:
+    raise ValueError(f"window must be >= 1 or None, got {window}")
+  implementation = implementation or default_implementation(q.dtype)
+  local_window = None if window is None else (window - 1, 0)
+  return jax.nn.dot_product_attention(
+      q, k, v, is_causal=True, local_window_size=local_window, implementation=implementation)
+
+
+def init_attention_cache(batch_size: int, cache_len: int, num_heads: int, head_dim: int,
+                         dtype: Any) -> Cache:
+  """An empty cache of `cache_len` slots: the context for `A`, the window for `S`."""
+  return {
+      "k": jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
+      "v": jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
+      "positions": jnp.full((batch_size, cache_len), -1, jnp.int32),
+  }
+
+
+def write_cache(cache: Cache, k: jax.Array, v: jax.Array, positions: jax.Array) -> Cache:
+  """Stores k, v [B, T, H, D] at slot `position % cache_len` (a ring buffer).
+
+  Only the last `cache_len` tokens are written: earlier ones would be overwritten anyway.
+  """
+  cache_len = cache["k"].shape[1]
+  k, v, positions = k[:, -cache_len:], v[:, -cache_len:], positions[:, -cache_len:]
+  slots = positions % cache_len
+  batch = jnp.arange(k.shape[0])[:, None]
+  return {
+      "k": cache["k"].at[batch, slots].set(k.astype(cache["k"].dtype)),
+      "v": cache["v"].at[batch, slots].set(v.astype(cache["v"].dtype)),
+      "positions": cache["positions"].at[batch, slots].set(positions.astype(jnp.int32)),
+  }
+
+
+class Attention(nn.Module):
+  """Multi-head attention with rotary embeddings and QK-norm, full or sliding-window.
+
+  Methods share the parameters: `__call__` (parallel training pass), `prefill` (parallel
+  pass that also returns the decode cache) and `decode` (tokens appended to a cache).
+
+  Attributes:
+    model_dim: d, the width of the input and output.
+    num_heads: H.
+    head_dim: D per head.
+    window: keys per query (`S`), or None for full causal attention (`A`).
+    qk_norm: RMS-normalise q and k per head before rotary.
+    rope_base: rotary wavelength base.
+  """
+
+  model_dim: int
+  num_heads: int
+  head_dim: int
+  window: int | None = None
+  qk_norm: bool = True
+  rope_base: float = 10_000.0
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  def setup(self):
+    dense = lambda features, name: nn.Dense(  # noqa: E731
+        features, use_bias=False, dtype=self.dtype, param_dtype=self.param_dtype, name=name)
+    inner = self.num_heads * self.head_dim
+    self.q_proj = dense(inner, "q_proj")
+    self.k_proj = dense(inner, "k_proj")
+    self.v_proj = dense(inner, "v_proj")
+    self.o_proj = dense(self.model_dim, "o_proj")
+    if self.qk_norm:
+      self.q_norm = RMSNorm(param_dtype=self.param_dtype)
+      self.k_norm = RMSNorm(param_dtype=self.param_dtype)
+
+  def _project(self, x: jax.Array, positions: jax.Array):
+    batch, length, _ = x.shape
+    split = lambda y: y.reshape(batch, length, self.num_heads, self.head_dim)  # noqa: E731
+    q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+    if self.qk_norm:
+      q, k = self.q_norm(q), self.k_norm(k)
+    q = apply_rotary(q, positions, self.rope_base)
+    k = apply_rotary(k, positions, self.rope_base)
+    return q, k, v
+
+  def _output(self, o: jax.Array) -> jax.Array:
+    batch, length = o.shape[:2]
+    return self.o_proj(o.reshape(batch, length, self.num_heads * self.head_dim))
+
+  def __call__(self, x: jax.Array, positions: jax.Array) -> jax.Array:
+    """x [B, T, d] at positions 0..T-1 ([B, T]) -> [B, T, d]."""
+    q, k, v = self._project(x, positions)
+    return self._output(causal_attention(q, k, v, window=self.window))
+
+  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int):
+    """The parallel pass over a prompt at positions 0..T-1; returns (y, cache of cache_len)."""
+    if self.window is None and x.shape[1] > cache_len:
+      raise ValueError(f"prompt of {x.shape[1]} tokens does not fit a full-attention cache "
+                       f"of {cache_len}")
+    q, k, v = self._project(x, positions)
+    y = self._output(causal_attention(q, k, v, window=self.window))
+    cache = init_attention_cache(x.shape[0], cache_len, self.num_heads, self.head_dim, k.dtype)
+    return y, write_cache(cache, k, v, positions)
+
+  def decode(self, x: jax.Array, positions: jax.Array, cache: Cache):
+    """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache)."""
+    q, k, v = self._project(x, positions)
+    cache = write_cache(cache, k, v, positions)
+    o = masked_attention(q, cache["k"], cache["v"], positions, cache["positions"],
+                         window=self.window)
+    return self._output(o), cache

@@ -1,0 +1,105 @@
+"""`LMConfig`: the description of a pattern-string language model."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+DTYPES = ("float32", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class LMConfig:
+  """A decoder-only LM whose layers are named by a pattern string (DESIGN.md section 5).
+
+  Attributes:
+    vocab_size: number of token ids.
+    d_model: residual width d.
+    num_layers: depth; `pattern` is tiled to it (num_layers % len(pattern) == 0).
+    pattern: one letter per layer: A full attention, S sliding-window attention
+      (letters registered in `sdm_jax.models.mixers.MIXERS`).
+    num_heads: attention heads.
+    head_dim: per-head dim; defaults to d_model // num_heads.
+    window: keys per query of `S` layers.
+    max_seq_len: the context length used for training and the `A` decode cache.
+    mlp_ratio: MLP hidden width = mlp_ratio * d_model.
+    mlp_activation: "relu2" or "swiglu".
+    qk_norm: RMS-normalise queries and keys.
+    rope_base: rotary wavelength base.
+    logit_softcap: if set, logits = cap * tanh(logits / cap).
+    compute_dtype: "float32" or "bfloat16" activations (parameters stay param_dtype).
+    param_dtype: "float32" or "bfloat16".
+  """
+
+  vocab_size: int = 259
+  d_model: int = 128
+  num_layers: int = 4
+  pattern: str = "AAAA"
+  num_heads: int = 4
+  head_dim: int | None = None
+  window: int = 64
+  max_seq_len: int = 256
+  mlp_ratio: float = 4.0
+  mlp_activation: str = "relu2"
+  qk_norm: bool = True
+  rope_base: float = 10_000.0
+  logit_softcap: float | None = None
+  compute_dtype: str = "float32"
+  param_dtype: str = "float32"
+
+  def __post_init__(self):
+    # Imported here: the mixer registry imports layer modules that may need the config.
+    from sdm_jax.models.mixers import MIXERS  # pylint: disable=g-import-not-at-top
+
+    positive = ("vocab_size", "d_model", "num_layers", "num_heads", "window", "max_seq_len")
+    for name in positive:
+      if getattr(self, name) < 1:
+        raise ValueError(f"LMConfig.{name} must be >= 1, got {getattr(self, name)}")
+    if not self.pattern:
+      raise ValueError("LMConfig.pattern must be a non-empty string of layer letters")
+    unknown = sorted(set(self.pattern) - set(MIXERS))
+    if unknown:
+      raise ValueError(f"LMConfig.pattern has unknown layer letters {unknown}; "
+                       f"known letters: {', '.join(f'{k} ({v.description})' for k, v in MIXERS.items())}")
+    if self.num_layers % len(self.pattern):
+      raise ValueError(f"LMConfig.num_layers ({self.num_layers}) must be a multiple of the "
+                       f"pattern length ({len(self.pattern)}, pattern {self.pattern!r})")
+    if self.head_dim is None and self.d_model % self.num_heads:
+      raise ValueError(f"LMConfig.d_model ({self.d_model}) must be divisible by num_heads "
+                       f"({self.num_heads}) unless head_dim is given")
+    if "S" in self.pattern and self.window > self.max_seq_len:
+      raise ValueError(f"LMConfig.window ({self.window}) must not exceed max_seq_len "
+                       f"({self.max_seq_len})")
+    for name in ("compute_dtype", "param_dtype"):
+      if getattr(self, name) not in DTYPES:
+        raise ValueError(f"LMConfig.{name} must be one of {DTYPES}, got {getattr(self, name)!r}")
+    if self.logit_softcap is not None and self.logit_softcap <= 0:
+      raise ValueError(f"LMConfig.logit_softcap must be positive or None, got {self.logit_softcap}")
+    if self.mlp_activation not in ("relu2", "swiglu"):
+      raise ValueError(f"LMConfig.mlp_activation must be 'relu2' or 'swiglu', got "
+                       f"{self.mlp_activation!r}")
+
+  @property
+  def layer_kinds(self) -> str:
+    """The pattern tiled to num_layers: one letter per layer."""
+    return self.pattern * (self.num_layers // len(self.pattern))
+
+  @property
+  def resolved_head_dim(self) -> int:
+    return self.head_dim if self.head_dim is not None else self.d_model // self.num_heads
+
+  @property
+  def mlp_hidden_dim(self) -> int:
+    return int(self.mlp_ratio * self.d_model)
+
+  @classmethod
+  def from_dict(cls, values: dict[str, Any]) -> "LMConfig":
+    """Builds a config from a plain mapping, naming unknown fields in the error."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+      raise ValueError(f"unknown LMConfig fields {unknown}; known fields: {sorted(known)}")
+    return cls(**dict(values))
+
+  def to_dict(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)

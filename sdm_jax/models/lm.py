@@ -1,0 +1,126 @@
+"""The pattern-string language model: embeddings, a stack of blocks, the LM head.
+
+Block: `h = x + mixer(RMSNorm(x)); y = h + MLP(RMSNorm(h))`. The mixer of each layer is
+chosen by its letter in `LMConfig.pattern` (see `sdm_jax.models.mixers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from sdm_jax.layers.mlp import MLP
+from sdm_jax.layers.norms import RMSNorm
+from sdm_jax.models.config import LMConfig
+from sdm_jax.models.mixers import MIXERS
+
+Caches = list[Any]
+
+
+class Block(nn.Module):
+  """Pre-norm residual block around one mixer and one MLP."""
+
+  config: LMConfig
+  kind: str
+
+  def setup(self):
+    config = self.config
+    param_dtype = jnp.dtype(config.param_dtype)
+    self.mixer_norm = RMSNorm(param_dtype=param_dtype)
+    self.mixer = MIXERS[self.kind].build(config, "mixer")
+    self.mlp_norm = RMSNorm(param_dtype=param_dtype)
+    self.mlp = MLP(config.mlp_hidden_dim, config.mlp_activation,
+                   dtype=jnp.dtype(config.compute_dtype), param_dtype=param_dtype)
+
+  def _finish(self, x: jax.Array, mixed: jax.Array) -> jax.Array:
+    h = x + mixed.astype(x.dtype)
+    return h + self.mlp(self.mlp_norm(h)).astype(x.dtype)
+
+  def __call__(self, x: jax.Array, positions: jax.Array) -> jax.Array:
+    return self._finish(x, self.mixer(self.mixer_norm(x), positions))
+
+  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int):
+    mixed, cache = self.mixer.prefill(self.mixer_norm(x), positions, cache_len)
+    return self._finish(x, mixed), cache
+
+  def decode(self, x: jax.Array, positions: jax.Array, cache: Any):
+    mixed, cache = self.mixer.decode(self.mixer_norm(x), positions, cache)
+    return self._finish(x, mixed), cache
+
+
+class LM(nn.Module):
+  """Decoder-only LM over token ids, time-major: tokens [B, T] -> logits [B, T, vocab].
+
+  Methods: `__call__` (training), `hidden` (final-norm hidden states), `prefill` (prompt ->
+  logits and per-layer caches), `decode` (one token per sequence against the caches).
+  """
+
+  config: LMConfig
+
+  def setup(self):
+    config = self.config
+    param_dtype = jnp.dtype(config.param_dtype)
+    self.embed = nn.Embed(config.vocab_size, config.d_model, param_dtype=param_dtype,
+                          embedding_init=nn.initializers.normal(stddev=1.0))
+    self.blocks = [Block(config, kind, name=f"block_{i}")
+                   for i, kind in enumerate(config.layer_kinds)]
+    self.final_norm = RMSNorm(param_dtype=param_dtype)
+    self.head = nn.Dense(config.vocab_size, use_bias=False, param_dtype=param_dtype,
+                         dtype=jnp.dtype(config.compute_dtype),
+                         kernel_init=nn.initializers.normal(stddev=config.d_model ** -0.5))
+
+  def _embed(self, tokens: jax.Array) -> jax.Array:
+    chex.assert_rank(tokens, 2)
+    return self.embed(tokens).astype(jnp.dtype(self.config.compute_dtype))
+
+  def logits(self, hidden: jax.Array) -> jax.Array:
+    """Final-norm hidden states [B, T, d] -> float32 logits [B, T, vocab] (soft-capped)."""
+    logits = self.head(hidden).astype(jnp.float32)
+    cap = self.config.logit_softcap
+    if cap is not None:
+      logits = cap * jnp.tanh(logits / cap)
+    return logits
+
+  def hidden(self, tokens: jax.Array, positions: jax.Array | None = None) -> jax.Array:
+    """tokens [B, T] -> final-norm hidden states [B, T, d]."""
+    x = self._embed(tokens)
+    positions = _default_positions(tokens) if positions is None else positions
+    for block in self.blocks:
+      x = block(x, positions)
+    return self.final_norm(x)
+
+  def __call__(self, tokens: jax.Array, positions: jax.Array | None = None) -> jax.Array:
+    return self.logits(self.hidden(tokens, positions))
+
+  def prefill(self, tokens: jax.Array, cache_len: int):
+    """Runs a prompt [B, T] at positions 0..T-1 in parallel; returns (logits, caches)."""
+    x = self._embed(tokens)
+    positions = _default_positions(tokens)
+    caches = []
+    for block in self.blocks:
+      x, cache = block.prefill(x, positions, cache_len)
+      caches.append(cache)
+    return self.logits(self.final_norm(x)), caches
+
+  def decode(self, tokens: jax.Array, positions: jax.Array, caches: Sequence[Any]):
+    """One token per sequence: tokens, positions [B, 1] -> (logits [B, 1, vocab], caches)."""
+    x = self._embed(tokens)
+    new_caches = []
+    for block, cache in zip(self.blocks, caches):
+      x, cache = block.decode(x, positions, cache)
+      new_caches.append(cache)
+    return self.logits(self.final_norm(x)), new_caches
+
+
+def _default_positions(tokens: jax.Array) -> jax.Array:
+  return jnp.broadcast_to(jnp.arange(tokens.shape[1], dtype=jnp.int32), tokens.shape)
+
+
+def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
+  """Per-token negative log-likelihood in nats: logits [..., V], targets [...] -> [...]."""
+  log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
