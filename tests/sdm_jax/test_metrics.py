@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sdm_jax import metrics
+from sdm_jax.data.batches import eval_batches
+from sdm_jax.data.tokenizer import BOS_ID, PAD_ID
+
+
+def test_bits_per_byte_hand_computed():
+  # 10 bytes at ln 2 nats each are 10 bits: 1 bit per byte.
+  assert metrics.bits_per_byte(10 * math.log(2.0), 10) == pytest.approx(1.0)
+  assert metrics.bits_per_byte(3.0, 4) == pytest.approx(3.0 / (4 * math.log(2.0)))
+
+
+@pytest.mark.parametrize("total_bytes", [0, -3])
+def test_bits_per_byte_rejects_no_bytes(total_bytes):
+  with pytest.raises(ValueError, match="total_bytes"):
+    metrics.bits_per_byte(1.0, total_bytes)
+
+
+def test_evaluate_bpb_skips_specials_and_masked_positions():
+  # Targets: 65 (byte), BOS (special), 66 (byte), PAD (masked), in one row.
+  batch = {
+      "inputs": np.array([[BOS_ID, 65, BOS_ID, 66]], dtype=np.int32),
+      "targets": np.array([[65, BOS_ID, 66, PAD_ID]], dtype=np.int32),
+      "mask": np.array([[1, 1, 1, 0]], dtype=np.float32),
+  }
+  nats = np.array([[0.5, 7.0, 1.5, np.inf]], dtype=np.float32)
+  seen = []
+
+  def nll_fn(inputs, targets):
+    seen.append((inputs.copy(), targets.copy()))
+    return nats
+
+  result = metrics.evaluate_bpb(nll_fn, [batch, batch])
+  assert result["tokens"] == 4
+  assert result["bytes"] == 4
+  assert result["nats"] == pytest.approx(4.0)
+  assert result["val_bpb"] == pytest.approx(4.0 / (4 * math.log(2.0)))
+  assert len(seen) == 2
+  np.testing.assert_array_equal(seen[0][1], batch["targets"])
+
+
+def test_evaluate_bpb_of_uniform_byte_model_is_eight_bits():
+  tokens = np.concatenate([[BOS_ID], np.arange(100) % 256, [BOS_ID], np.arange(37)])
+  uniform = lambda inputs, targets: np.full(targets.shape, math.log(256.0))
+  result = metrics.evaluate_bpb(uniform, eval_batches(tokens, batch_size=3, seq_len=16))
+  assert result["bytes"] == 137
+  assert result["val_bpb"] == pytest.approx(8.0)
+
+
+def test_evaluate_bpb_with_a_token_bytes_table():
+  # Token 1 stands for 3 bytes, token 2 for 1, token 0 for none.
+  batch = {"inputs": np.zeros((1, 3), np.int32), "targets": np.array([[1, 2, 0]], np.int32),
+           "mask": np.ones((1, 3), np.float32)}
+  result = metrics.evaluate_bpb(lambda i, t: np.array([[2.0, 1.0, 9.0]]), [batch],
+                                token_bytes=np.array([0, 3, 1]))
+  assert (result["bytes"], result["tokens"]) == (4, 2)
+  assert result["val_bpb"] == pytest.approx(3.0 / (4 * math.log(2.0)))
+
+
+def test_evaluate_bpb_rejects_wrong_nll_shape_and_empty_input():
+  batch = {"inputs": np.zeros((2, 3), np.int32), "targets": np.zeros((2, 3), np.int32),
+           "mask": np.ones((2, 3), np.float32)}
+  with pytest.raises(ValueError, match="nll_fn"):
+    metrics.evaluate_bpb(lambda i, t: np.zeros((2,)), [batch])
+  with pytest.raises(ValueError, match="no scored targets"):
+    metrics.evaluate_bpb(lambda i, t: np.zeros((2, 3)), [])
+
+
+def test_evaluate_bpb_accepts_jax_outputs():
+  jnp = pytest.importorskip("jax.numpy")
+  tokens = np.array([BOS_ID, 1, 2, 3, 4])
+  result = metrics.evaluate_bpb(lambda i, t: jnp.full(t.shape, 2.0, jnp.float32),
+                                eval_batches(tokens, batch_size=2, seq_len=2))
+  assert (result["tokens"], result["nats"]) == (4, pytest.approx(8.0))
+
+
+def test_unigram_bits_per_byte_toy_case():
+  # Vocab 4; train counts [2, 1, 0, 1] -> add-one [3, 2, 1, 2] / 8.
+  train = np.array([0, 0, 1, 3])
+  # Targets are val[1:] = [0, 1, 3, 2]; with token_bytes token 3 is a zero-byte special.
+  val = np.array([3, 0, 1, 3, 2])
+  token_bytes = np.array([1, 1, 1, 0])
+  expected_nats = -(math.log(3 / 8) + math.log(2 / 8) + math.log(1 / 8))
+  got = metrics.unigram_bits_per_byte(train, val, 4, token_bytes=token_bytes)
+  assert got == pytest.approx(expected_nats / (3 * math.log(2.0)))
+
+
+def test_unigram_bits_per_byte_default_byte_convention_skips_bos():
+  train = np.array([BOS_ID, 97, 97, 98])
+  val = np.array([BOS_ID, 97, BOS_ID, 98])
+  counts = np.ones(259)
+  counts[[BOS_ID, 97, 98]] += [1, 2, 1]
+  expected_nats = -(math.log(counts[97] / counts.sum()) + math.log(counts[98] / counts.sum()))
+  got = metrics.unigram_bits_per_byte(train, val, 259)
+  assert got == pytest.approx(expected_nats / (2 * math.log(2.0)))
+
+
+def test_unigram_bits_per_byte_rejects_ids_outside_vocab():
+  with pytest.raises(ValueError, match="val_tokens"):
+    metrics.unigram_bits_per_byte(np.array([0, 1]), np.array([0, 5]), 4)
