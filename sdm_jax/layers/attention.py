@@ -169,10 +169,16 @@ class Attention(nn.Module):
     return self._output(causal_attention(q, k, v, window=self.window))
 
   def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int):
-    """The parallel pass over a prompt at positions 0..T-1; returns (y, cache of cache_len)."""
+    """The parallel pass over a prompt at positions 0..T-1; returns (y, cache).
+
+    `cache_len` is the longest context decoding will reach: a full-attention cache holds
+    that many entries, a sliding-window cache min(window, cache_len) (a ring buffer).
+    """
     if self.window is None and x.shape[1] > cache_len:
       raise ValueError(f"prompt of {x.shape[1]} tokens does not fit a full-attention cache "
                        f"of {cache_len}")
+    if self.window is not None:
+      cache_len = min(self.window, cache_len)
     q, k, v = self._project(x, positions)
     y = self._output(causal_attention(q, k, v, window=self.window))
     cache = init_attention_cache(x.shape[0], cache_len, self.num_heads, self.head_dim, k.dtype)

@@ -1,7 +1,7 @@
 """The registry of mixer letters: the one place a new layer kind is added.
 
-Each entry builds the Flax module of one layer from the `LMConfig` and says how large its
-decode state is. Every mixer module implements
+Each entry builds the Flax module of one layer from the `LMConfig` and counts its FLOPs
+(decode-state sizes are read off the caches themselves, see `sdm_jax.models.describe`). Every mixer module implements
   `__call__(x, positions) -> y`                     (parallel training pass),
   `prefill(x, positions, cache_len) -> (y, cache)`  (parallel pass + decode cache),
   `decode(x, positions, cache) -> (y, cache)`       (one token, x [B, 1, d]).
@@ -25,14 +25,12 @@ class MixerSpec:
   Attributes:
     description: a few words for errors and `describe`.
     build: (config, name) -> the Flax module.
-    cache_entries: (config, context_len) -> numbers stored per sequence in the decode cache.
     flops_per_token: (config, context_len) -> forward FLOPs per token of the mixer,
       projections included (2 per multiply-add), averaged over a context of that length.
   """
 
   description: str
   build: Callable[[Any, str], nn.Module]
-  cache_entries: Callable[[Any, int], int]
   flops_per_token: Callable[[Any, int], float]
 
 
@@ -48,14 +46,6 @@ def _attention(window_of: Callable[[Any], int | None]) -> Callable[[Any, str], n
         rope_base=config.rope_base, dtype=_dtype(config.compute_dtype),
         param_dtype=_dtype(config.param_dtype), name=name)
   return build
-
-
-def _attention_cache_entries(window_of):
-  def entries(config, context_len: int) -> int:
-    window = window_of(config)
-    keys = context_len if window is None else min(window, context_len)
-    return 2 * keys * config.num_heads * config.resolved_head_dim
-  return entries
 
 
 def _attention_flops(window_of):
@@ -77,8 +67,6 @@ _FULL = lambda config: None  # noqa: E731
 _WINDOW = lambda config: config.window  # noqa: E731
 
 MIXERS: dict[str, MixerSpec] = {
-    "A": MixerSpec("full causal attention", _attention(_FULL), _attention_cache_entries(_FULL),
-                   _attention_flops(_FULL)),
-    "S": MixerSpec("sliding-window attention", _attention(_WINDOW),
-                   _attention_cache_entries(_WINDOW), _attention_flops(_WINDOW)),
+    "A": MixerSpec("full causal attention", _attention(_FULL), _attention_flops(_FULL)),
+    "S": MixerSpec("sliding-window attention", _attention(_WINDOW), _attention_flops(_WINDOW)),
 }

@@ -1,0 +1,49 @@
+"""What the entry points share: turning a ConfigDict into the library's configs, loading
+the data it names, and the default workdir."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from ml_collections import config_dict
+
+from sdm_jax.data.corpus import load_corpus
+from sdm_jax.models.config import LMConfig
+from sdm_jax.training.config import DataConfig, TrainConfig
+
+DEFAULT_WORKDIR_ROOT = "workdirs"
+
+
+def to_plain(config: config_dict.ConfigDict | dict[str, Any]) -> dict[str, Any]:
+  return config.to_dict() if isinstance(config, config_dict.ConfigDict) else dict(config)
+
+
+def lm_configs(config: config_dict.ConfigDict) -> tuple[LMConfig, TrainConfig, DataConfig]:
+  """The model, training and data settings of an experiment config (ValueErrors name the
+  offending field)."""
+  return (LMConfig.from_dict(to_plain(config.model)),
+          TrainConfig.from_dict(to_plain(config.train)),
+          DataConfig.from_dict(to_plain(config.data)))
+
+
+def default_workdir(config_name: str) -> str:
+  return os.path.join(DEFAULT_WORKDIR_ROOT, config_name)
+
+
+def load_splits(data: DataConfig, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+  """(train, val) token streams of the data config."""
+  train = load_corpus(data.path, split="train", val_fraction=data.val_fraction,
+                      max_bytes=data.max_train_bytes, vocab_size=vocab_size)
+  val = load_corpus(data.path, split="val", val_fraction=data.val_fraction,
+                    vocab_size=vocab_size)
+  return train, val
+
+
+def quiet_logging() -> None:
+  """Keeps library INFO logs (orbax writes several per checkpoint) off the console unless
+  the user asked for them with --verbosity."""
+  from absl import flags, logging  # pylint: disable=g-import-not-at-top
+  if not flags.FLAGS["verbosity"].present:
+    logging.set_verbosity(logging.WARNING)

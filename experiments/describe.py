@@ -1,0 +1,32 @@
+"""Describes a config without training it: parameter counts, decode state, FLOPs per token.
+
+  python -m experiments.describe --config=swa_tiny [--context_len=32768]
+
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+
+from absl import app
+from absl import flags
+
+from experiments import common
+from experiments.config_flag import define_config_flag
+from sdm_jax.models.describe import describe
+
+_CONFIG = define_config_flag("attn_tiny")
+_CONTEXT_LEN = flags.DEFINE_integer("context_len", None, "Context length for the decode-state "
+                                    "and FLOP figures (default: the model's max_seq_len).")
+
+
+def main(argv):
+  del argv
+  common.quiet_logging()
+  model_config, _, _ = common.lm_configs(_CONFIG.value)
+  print(json.dumps({"config": _CONFIG.value.name, **describe(model_config, _CONTEXT_LEN.value)}))
+
+
+if __name__ == "__main__":
+  app.run(main)

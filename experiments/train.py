@@ -1,0 +1,67 @@
+"""Trains a model on a corpus, evaluates it and prints a sample.
+
+  python -m experiments.train                       # the default config on the embedded corpus
+  python -m experiments.train --config=swa_tiny --workdir=/tmp/swa --steps=200
+  python -m experiments.train --config=attn_tiny --data=my_texts/ --config.train.peak_lr=1e-3
+
+Resumes from --workdir when it holds a checkpoint. The last stdout line is a JSON object
+with `step`, `train_loss`, `val_bpb`, `tokens_per_s` (and more).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from absl import app
+from absl import flags
+import jax.numpy as jnp
+
+from experiments import common
+from experiments.config_flag import define_config_flag
+from sdm_jax.data.tokenizer import BOS_ID, decode
+from sdm_jax.metrics import unigram_bits_per_byte
+from sdm_jax.models.generate import generate
+from sdm_jax.training.trainer import load_lm, train_lm
+
+DEFAULT_CONFIG = "attn_tiny"
+
+_CONFIG = define_config_flag(DEFAULT_CONFIG)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Run directory (default: workdirs/<config>).")
+_STEPS = flags.DEFINE_integer("steps", None, "Override train.steps.")
+_DATA = flags.DEFINE_string("data", None, "Override data.path: a text file, a directory or a "
+                            "pre-tokenised .npy/.u16.bin/.u32.bin file.")
+_SAMPLE_TOKENS = flags.DEFINE_integer("sample_tokens", 200, "Tokens of the sample printed "
+                                      "after training (0: none).")
+
+
+def main(argv):
+  del argv
+  common.quiet_logging()
+  config = _CONFIG.value
+  if _STEPS.value is not None:
+    config.train.steps = _STEPS.value
+    config.train.warmup_steps = min(config.train.warmup_steps, _STEPS.value)
+  if _DATA.value is not None:
+    config.data.path = _DATA.value
+  model_config, train_config, data_config = common.lm_configs(config)
+  workdir = _WORKDIR.value or common.default_workdir(config.name)
+  train_tokens, val_tokens = common.load_splits(data_config, model_config.vocab_size)
+  print(f"config {config.name}: pattern {model_config.layer_kinds}, d_model "
+        f"{model_config.d_model}; data: {data_config.path or 'embedded stdlib corpus'} "
+        f"({train_tokens.size:,} train / {val_tokens.size:,} val tokens); workdir {workdir}")
+  summary = train_lm(model_config, train_config, train_tokens, val_tokens, workdir,
+                     extra_config={"name": config.name, "data": dataclasses.asdict(data_config)})
+  summary["unigram_bpb"] = unigram_bits_per_byte(train_tokens, val_tokens,
+                                                 model_config.vocab_size)
+  if _SAMPLE_TOKENS.value > 0:
+    model, params, _, _ = load_lm(workdir)
+    prompt = jnp.array([[BOS_ID] + list(b"def ")], jnp.int32)
+    sample = generate(model, params, prompt, steps=_SAMPLE_TOKENS.value, temperature=0.8,
+                      top_k=50, seed=0)
+    print("sample:\n" + "def " + decode(sample[0]))
+  print(json.dumps({"config": config.name, "workdir": workdir, **summary}))
+
+
+if __name__ == "__main__":
+  app.run(main)

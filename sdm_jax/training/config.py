@@ -1,0 +1,91 @@
+"""Training and data settings (plain frozen dataclasses; the CLIs fill them from configs)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+def _from_dict(cls, values: dict[str, Any]):
+  known = {f.name for f in dataclasses.fields(cls)}
+  unknown = sorted(set(values) - known)
+  if unknown:
+    raise ValueError(f"unknown {cls.__name__} fields {unknown}; known fields: {sorted(known)}")
+  return cls(**dict(values))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """How to train: batch, steps, optimizer and the logging/eval/checkpoint cadence.
+
+  Attributes:
+    batch_size: sequences per step (global, split over the data devices).
+    seq_len: tokens per training sequence (<= the model's max_seq_len).
+    steps: total optimizer steps.
+    peak_lr, warmup_steps, min_lr_ratio: the warmup + cosine schedule.
+    weight_decay, grad_clip, b1, b2: AdamW and global-norm clipping.
+    seed: parameter init and batch sampling (batches are a function of (seed, step)).
+    log_every: steps between progress lines and metrics.jsonl records.
+    eval_every: steps between validation BPB evaluations (0: only at the end).
+    checkpoint_every: steps between checkpoints (the last step is always saved).
+    keep_checkpoints: how many recent checkpoints to keep.
+    eval_batch_size: sequences per evaluation batch.
+    eval_tokens: validation targets scored per evaluation (None: the whole split).
+    num_devices: data-parallel devices (None: all).
+  """
+
+  batch_size: int = 16
+  seq_len: int = 256
+  steps: int = 100
+  peak_lr: float = 3e-3
+  warmup_steps: int = 10
+  min_lr_ratio: float = 0.1
+  weight_decay: float = 0.1
+  grad_clip: float | None = 1.0
+  b1: float = 0.9
+  b2: float = 0.95
+  seed: int = 0
+  log_every: int = 10
+  eval_every: int = 0
+  checkpoint_every: int = 50
+  keep_checkpoints: int = 3
+  eval_batch_size: int = 16
+  eval_tokens: int | None = 65_536
+  num_devices: int | None = None
+
+  def __post_init__(self):
+    for name in ("batch_size", "seq_len", "steps", "log_every", "checkpoint_every",
+                 "keep_checkpoints", "eval_batch_size"):
+      if getattr(self, name) < 1:
+        raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+    if self.eval_every < 0:
+      raise ValueError(f"TrainConfig.eval_every must be >= 0, got {self.eval_every}")
+    if not 0 <= self.warmup_steps <= self.steps:
+      raise ValueError(f"TrainConfig.warmup_steps must be in [0, steps={self.steps}], got "
+                       f"{self.warmup_steps}")
+    if self.eval_tokens is not None and self.eval_tokens < 1:
+      raise ValueError(f"TrainConfig.eval_tokens must be >= 1 or None, got {self.eval_tokens}")
+
+  from_dict = classmethod(_from_dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+  """Where the tokens come from.
+
+  Attributes:
+    path: None for the embedded corpus (Python standard-library sources), else a text
+      file, a directory of text files, or a pre-tokenised .npy / .u16.bin / .u32.bin file.
+    val_fraction: share of documents (or of a single file) held out for validation.
+    max_train_bytes: read at most this much training text (None: all), for quick runs.
+  """
+
+  path: str | None = None
+  val_fraction: float = 0.05
+  max_train_bytes: int | None = None
+
+  def __post_init__(self):
+    if not 0 < self.val_fraction < 1:
+      raise ValueError(f"DataConfig.val_fraction must be in (0, 1), got {self.val_fraction}")
+
+  from_dict = classmethod(_from_dict)
