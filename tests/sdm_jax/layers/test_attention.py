@@ -1,0 +1,57 @@
+"""Attention against a naive per-query softmax, with and without a window."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sdm_jax.layers.attention import causal_attention, init_attention_cache, masked_attention
+from sdm_jax.layers.attention import write_cache
+
+
+def naive_attention(q, k, v, window):
+  """One query at a time, in float64 numpy: the definition."""
+  q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+  batch, length, heads, dim = q.shape
+  out = np.zeros_like(q)
+  for b in range(batch):
+    for h in range(heads):
+      for t in range(length):
+        first = 0 if window is None else max(0, t - window + 1)
+        scores = k[b, first:t + 1, h] @ q[b, t, h] / np.sqrt(dim)
+        weights = np.exp(scores - scores.max())
+        out[b, t, h] = weights @ v[b, first:t + 1, h] / weights.sum()
+  return out
+
+
+def random_qkv(seed, shape=(2, 13, 3, 8)):
+  keys = jax.random.split(jax.random.PRNGKey(seed), 3)
+  return [jax.random.normal(key, shape, jnp.float32) for key in keys]
+
+
+@pytest.mark.parametrize("window", [None, 1, 4, 13, 40])
+def test_causal_attention_matches_naive(window):
+  q, k, v = random_qkv(0)
+  expected = naive_attention(q, k, v, window)
+  np.testing.assert_allclose(causal_attention(q, k, v, window=window), expected, rtol=1e-5,
+                             atol=1e-5)
+  positions = jnp.broadcast_to(jnp.arange(q.shape[1]), q.shape[:2])
+  np.testing.assert_allclose(masked_attention(q, k, v, positions, positions, window=window),
+                             expected, rtol=1e-5, atol=1e-5)
+
+
+def test_ring_buffer_keeps_the_last_window_positions():
+  q, k, v = random_qkv(1, (1, 11, 1, 4))
+  cache = init_attention_cache(1, 4, 1, 4, jnp.float32)
+  for t in range(11):
+    cache = write_cache(cache, k[:, t:t + 1], v[:, t:t + 1], jnp.array([[t]]))
+  assert sorted(np.asarray(cache["positions"][0]).tolist()) == [7, 8, 9, 10]
+  np.testing.assert_array_equal(cache["k"][0, 10 % 4], k[0, 10])
+
+
+def test_invalid_window_is_rejected():
+  q, k, v = random_qkv(2)
+  with pytest.raises(ValueError, match="window"):
+    causal_attention(q, k, v, window=0)
