@@ -17,6 +17,8 @@ def learning_rate_schedule(peak_lr: float, warmup_steps: int, total_steps: int,
     raise ValueError(f"total_steps must be >= 1, got {total_steps}")
   if not 0 <= warmup_steps <= total_steps:
     raise ValueError(f"warmup_steps must be in [0, total_steps={total_steps}], got {warmup_steps}")
+  if warmup_steps == total_steps:  # no room left for a decay phase
+    return optax.linear_schedule(0.0, peak_lr, max(warmup_steps, 1))
   return optax.warmup_cosine_decay_schedule(
       init_value=0.0, peak_value=peak_lr, warmup_steps=warmup_steps,
       decay_steps=total_steps, end_value=peak_lr * min_lr_ratio)

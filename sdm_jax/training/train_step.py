@@ -66,6 +66,11 @@ def shard_batch(batch: np.ndarray, mesh: Mesh) -> jax.Array:
   return jax.device_put(batch, batch_sharding(mesh))
 
 
+def global_norm(tree) -> jax.Array:
+  """sqrt of the sum of squares of every leaf (float32)."""
+  return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
+
+
 def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation, mesh: Mesh):
   """Returns `step(state, batch) -> (state, metrics)`, jitted with explicit shardings.
 
@@ -75,7 +80,7 @@ def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation, me
 
   def step(state: TrainState, batch: jax.Array):
     (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
-    grad_norm = optax.global_norm(grads)
+    grad_norm = global_norm(grads)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)

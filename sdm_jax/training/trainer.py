@@ -71,7 +71,7 @@ def fit(*, init_params: Callable[[jax.Array], Any],
         loss_fn: Callable[[Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]],
         evaluate: Callable[[Any], dict[str, float]],
         train_tokens: np.ndarray, config: TrainConfig, workdir: str,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
+        log: Callable[[str], None] = print, stop_after: int | None = None) -> dict[str, Any]:
   """Trains (or resumes) until `config.steps`; returns the final summary.
 
   Args:
@@ -83,6 +83,8 @@ def fit(*, init_params: Callable[[jax.Array], Any],
     config: the training settings.
     workdir: checkpoints and metrics.jsonl go here.
     log: where progress lines go.
+    stop_after: stop (with a checkpoint) once this step is done, as a preemption would; the
+      schedule still spans config.steps, and a later call resumes from here.
 
   Returns:
     {"step", "train_loss", "tokens_per_s", "elapsed_s", **evaluate(params)}.
@@ -108,12 +110,13 @@ def fit(*, init_params: Callable[[jax.Array], Any],
   metrics_path = os.path.join(workdir, METRICS_FILE)
   run_start = interval_start = time.perf_counter()
   interval_steps, last_loss, tokens_per_s, evaluation = 0, float("nan"), 0.0, {}
+  end_step = config.steps if stop_after is None else min(stop_after, config.steps)
   with open(metrics_path, "a") as metrics_file:
-    for step in range(start_step, config.steps):
+    for step in range(start_step, end_step):
       state, metrics = train_step(state, draw(step))
       interval_steps += 1
       done = step + 1
-      is_last = done == config.steps
+      is_last = done == end_step
       if done % config.log_every == 0 or is_last or done % config.checkpoint_every == 0:
         _check_finite(state, checkpointer)
       if done % config.log_every == 0 or is_last:
@@ -186,7 +189,8 @@ def check_tokens_fit(tokens: np.ndarray, vocab_size: int, name: str) -> None:
 
 def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np.ndarray,
              val_tokens: np.ndarray, workdir: str, *, extra_config: dict[str, Any] | None = None,
-             log: Callable[[str], None] = print) -> dict[str, Any]:
+             log: Callable[[str], None] = print, stop_after: int | None = None
+             ) -> dict[str, Any]:
   """Trains an `LM` on a token stream; see `fit`. Writes config.json to the workdir."""
   if train_config.seq_len > model_config.max_seq_len:
     raise ValueError(f"TrainConfig.seq_len ({train_config.seq_len}) exceeds the model's "
@@ -203,7 +207,8 @@ def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np
              evaluate=lm_evaluator(model, val_tokens, batch_size=train_config.eval_batch_size,
                                    seq_len=train_config.seq_len,
                                    max_tokens=train_config.eval_tokens),
-             train_tokens=train_tokens, config=train_config, workdir=workdir, log=log)
+             train_tokens=train_tokens, config=train_config, workdir=workdir, log=log,
+             stop_after=stop_after)
 
 
 def load_lm(workdir: str, step: int | None = None):

@@ -1,0 +1,96 @@
+"""Checkpoint round trip, exact resume, the NaN guard and the metrics log."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sdm_jax.models.config import LMConfig
+from sdm_jax.training.checkpoint import Checkpointer
+from sdm_jax.training.config import TrainConfig
+from sdm_jax.training.trainer import NonFiniteLossError, fit, load_lm, train_lm
+
+MODEL = LMConfig(vocab_size=259, d_model=32, num_layers=2, pattern="SA", num_heads=2,
+                 window=8, max_seq_len=32)
+
+
+def train_config(**overrides):
+  values = dict(batch_size=4, seq_len=32, steps=6, peak_lr=1e-2, warmup_steps=2, log_every=1,
+                checkpoint_every=3, eval_batch_size=4, eval_tokens=128)
+  return TrainConfig(**{**values, **overrides})
+
+
+def tokens(seed, n=4000):
+  return np.random.default_rng(seed).integers(0, 256, n).astype(np.int32)
+
+
+def quiet(_):
+  pass
+
+
+def test_checkpoint_round_trip(tmp_path):
+  state = {"w": jax.random.normal(jax.random.PRNGKey(0), (3, 4)), "step": jnp.array(7)}
+  checkpointer = Checkpointer(str(tmp_path), max_to_keep=2)
+  for step in (1, 2, 3):
+    checkpointer.save(step, jax.tree.map(lambda x, s=step: x + s, state))
+  assert checkpointer.all_steps() == [2, 3]
+  restored = checkpointer.restore(state)
+  np.testing.assert_array_equal(restored["w"], state["w"] + 3)
+  np.testing.assert_array_equal(restored["step"], 10)
+  np.testing.assert_array_equal(checkpointer.restore(state, step=2)["w"], state["w"] + 2)
+  checkpointer.close()
+
+
+def test_resumed_run_reaches_the_same_parameters(tmp_path):
+  train, val = tokens(0), tokens(1, 1000)
+  straight = str(tmp_path / "straight")
+  interrupted = str(tmp_path / "interrupted")
+  summary = train_lm(MODEL, train_config(), train, val, straight, log=quiet)
+  # Same schedule (steps=6), stopped after the step-3 checkpoint, then resumed.
+  train_lm(MODEL, train_config(), train, val, interrupted, log=quiet,
+           stop_after=3)
+  resumed = train_lm(MODEL, train_config(), train, val, interrupted, log=quiet)
+  assert summary["step"] == resumed["step"] == 6
+  _, params_a, _, _ = load_lm(straight)
+  _, params_b, _, _ = load_lm(interrupted)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7),
+               params_a, params_b)
+  assert resumed["val_bpb"] == pytest.approx(summary["val_bpb"], rel=1e-6)
+  records = [json.loads(line) for line in open(os.path.join(straight, "metrics.jsonl"))]
+  assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
+  assert set(records[0]) == {"step", "loss", "lr", "grad_norm", "tokens_per_s"}
+
+
+def test_nan_guard_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+  def loss_fn(params, batch):
+    loss = jnp.sum(params["w"] ** 2)
+    return jnp.where(batch[0, 0] < 0, jnp.nan, loss), {}  # negative tokens poison the loss
+
+  def run(stream, **overrides):
+    config = train_config(checkpoint_every=2, log_every=2, warmup_steps=0, **overrides)
+    return fit(init_params=lambda rng: {"w": jnp.ones(3)}, loss_fn=loss_fn,
+               evaluate=lambda params: {}, train_tokens=stream, config=config,
+               workdir=str(tmp_path), log=quiet)
+
+  clean = np.arange(200, dtype=np.int32)
+  run(clean, steps=4)  # checkpoints at steps 2 and 4
+  with pytest.raises(NonFiniteLossError, match=r"step 5.*last good checkpoint \(step 4\)"):
+    run(-clean - 1, steps=8)  # resumes at 4; step 5 is NaN, caught at the step-6 check
+  assert Checkpointer(str(tmp_path)).latest_step() == 4
+
+
+def test_seq_len_longer_than_the_context_is_rejected(tmp_path):
+  with pytest.raises(ValueError, match="max_seq_len"):
+    train_lm(MODEL, train_config(seq_len=64), tokens(0), tokens(1), str(tmp_path), log=quiet)
+
+
+def test_token_ids_outside_the_vocabulary_are_rejected(tmp_path):
+  bad = tokens(0)
+  bad[10] = 300
+  with pytest.raises(ValueError, match="outside the model's vocabulary"):
+    train_lm(MODEL, train_config(), bad, tokens(1), str(tmp_path), log=quiet)
