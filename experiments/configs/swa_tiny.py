@@ -1,4 +1,4 @@
-"""`swa_tiny`: `attn_tiny` with sliding-window attention of 64 keys (pattern SSSS)."""
+"""`swa_tiny`: `attn_tiny` with sliding-window attention of 32 keys (pattern SSSS)."""
 
 from experiments.configs import attn_tiny
 

@@ -74,17 +74,23 @@ def causal_attention(q: jax.Array, k: jax.Array, v: jax.Array, *, window: int | 
                      implementation: str | None = None) -> jax.Array:
   """Causal (optionally sliding-window) attention over one sequence starting at position 0.
 
-  q, k, v: [B, T, H, D] -> [B, T, H, D]. Uses `jax.nn.dot_product_attention` (cuDNN flash
-  attention on GPU in bf16/fp16, XLA elsewhere); equals `masked_attention` with positions
-  0..T-1.
+  q, k, v: [B, T, H, D] -> [B, T, H, D]; equals `masked_attention` with positions 0..T-1.
+  `implementation`: "cudnn" (flash attention through `jax.nn.dot_product_attention`; GPU,
+  bf16/fp16) or "xla" (`masked_attention`, which XLA on CPU runs faster than
+  `dot_product_attention`'s own XLA path); None picks by platform and dtype.
   """
   chex.assert_rank([q, k, v], 4)
   if window is not None and window < 1:
     raise ValueError(f"window must be >= 1 or None, got {window}")
   implementation = implementation or default_implementation(q.dtype)
+  if implementation == "xla":
+    positions = jnp.broadcast_to(jnp.arange(q.shape[1], dtype=jnp.int32), q.shape[:2])
+    return masked_attention(q, k, v, positions, positions, window=window)
+  if implementation != "cudnn":
+    raise ValueError(f"implementation must be 'cudnn', 'xla' or None, got {implementation!r}")
   local_window = None if window is None else (window - 1, 0)
   return jax.nn.dot_product_attention(
-      q, k, v, is_causal=True, local_window_size=local_window, implementation=implementation)
+      q, k, v, is_causal=True, local_window_size=local_window, implementation="cudnn")
 
 
 def init_attention_cache(batch_size: int, cache_len: int, num_heads: int, head_dim: int,
