@@ -2,3 +2,8 @@
 
 Every op takes `impl="auto" | "reference" | "chunked" | "pallas"` where it has several.
 """
+
+from __future__ import annotations
+
+from sdm_jax.ops.gated_delta import gated_delta_rule
+from sdm_jax.ops.gated_delta import gated_delta_step

@@ -1,0 +1,56 @@
+"""Gated DeltaNet's recurrence (the gated delta rule): public dispatch over implementations.
+
+  S_t = (I - beta_t k_t k_t^T) exp(g_t) S_{t-1} + beta_t k_t v_t^T,   o_t = S_t^T (scale q_t)
+"""
+
+from __future__ import annotations
+
+from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
+from sdm_jax.ops.gated_delta.chunk import unit_lower_triangular_inverse
+from sdm_jax.ops.gated_delta.naive import gated_delta_rule_reference
+from sdm_jax.ops.gated_delta.naive import gated_delta_step
+
+IMPLS = ("auto", "reference", "chunked")
+
+
+def resolve_impl(impl: str) -> str:
+  """The implementation `impl` runs: "auto" is the chunked XLA path on every platform."""
+  if impl not in IMPLS:
+    hint = " (no Pallas kernel for the gated delta rule yet)" if impl == "pallas" else ""
+    raise ValueError(f"impl must be one of {IMPLS}{hint}, got {impl!r}")
+  return "chunked" if impl == "auto" else impl
+
+
+def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
+                     impl="auto"):
+  """The gated delta rule over a sequence.
+
+  Args:
+    q, k: [B, T, H, K] (not normalised here). v: [B, T, H, V]. g (log decay), beta: [B, T, H].
+    scale: multiplies q; defaults to K**-0.5.
+    initial_state: [B, H, K, V] or None (zeros).
+    chunk_size: tokens per chunk of the chunked path (> 0); any T works.
+    impl: "auto" | "reference" | "chunked".
+
+  Returns:
+    (o [B, T, H, V] in v's dtype, final state [B, H, K, V] in float32, float64 for float64
+    inputs).
+  """
+  impl = resolve_impl(impl)
+  if not isinstance(chunk_size, int) or chunk_size <= 0:
+    raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+  if impl == "reference":
+    return gated_delta_rule_reference(q, k, v, g, beta, scale=scale, initial_state=initial_state)
+  return gated_delta_rule_chunked(q, k, v, g, beta, scale=scale, initial_state=initial_state,
+                                  chunk_size=chunk_size)
+
+
+__all__ = [
+    "IMPLS",
+    "gated_delta_rule",
+    "gated_delta_rule_chunked",
+    "gated_delta_rule_reference",
+    "gated_delta_step",
+    "resolve_impl",
+    "unit_lower_triangular_inverse",
+]

@@ -1,0 +1,142 @@
+"""The gated delta rule in chunks (WY / UT form): batched matmuls, then a short scan over chunks.
+
+Within a chunk of C tokens starting from state S0, with G_t the cumulative log decay from the
+chunk start (G_t = g_1 + ... + g_t), unrolling S_t = exp(g_t) S_{t-1} + k_t u_t^T gives the
+written values u_t = beta_t (v_t - exp(g_t) S_{t-1}^T k_t) as the solution of
+
+  (I + A) U = diag(beta) V - diag(beta exp(G)) K S0,
+  A[t, i] = beta_t exp(G_t - G_i) k_t . k_i   for i < t (strictly lower triangular),
+
+so U = u - w S0 with u = (I + A)^-1 diag(beta) V and w = (I + A)^-1 diag(beta exp(G)) K.
+Then, with P[t, i] = exp(G_t - G_i) scale q_t . k_i for i <= t and k~_i = exp(G_C - G_i) k_i:
+
+  O      = P u + (diag(exp(G)) scale Q - P w) S0
+  S_next = (exp(G_C) I - K~^T w) S0 + K~^T u  =  transition S0 + update.
+
+Everything but S0 is state-free, so it is computed for all chunks at once; the sequential
+`lax.scan` over chunks only does S <- transition S + update (one [K, K] x [K, V] matmul), and
+the outputs are one batched matmul with the per-chunk start states after it. Every decay is
+exp of a difference of cumulative sums inside one chunk, never exp(-G) alone, so strong
+decays underflow to 0 instead of overflowing. Autodiff keeps one [K, V] state (and one
+[K, K] transition) per chunk, never per token.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from jax import lax
+import jax.numpy as jnp
+
+from sdm_jax.ops.gated_delta import naive
+from sdm_jax.ops.gated_delta import validation
+
+
+def unit_lower_triangular_inverse(a, *, precision=lax.Precision.HIGHEST):
+  """(I + a)^-1 for strictly lower-triangular a [..., n, n], by recursive 2 x 2 blocking.
+
+  [[L11, 0], [L21, L22]]^-1 = [[X11, 0], [-X22 L21 X11, X22]] with X = L^-1 of each
+  diagonal block; both halves are inverted together as one batch, so the work is log2(n)
+  levels of batched matmuls (no triangular-solve kernel, which batches poorly on GPU).
+  The upper triangle of `a` (diagonal included) is ignored.
+  """
+  n = a.shape[-1]
+  size = 1 << max(n - 1, 0).bit_length()  # Next power of two, so halves stack.
+  lower = jnp.tril(a, -1)
+  if size != n:  # Block-diagonal padding with I leaves the leading n x n inverse unchanged.
+    pad = [(0, 0)] * (a.ndim - 2) + [(0, size - n), (0, size - n)]
+    lower = jnp.pad(lower, pad)
+  inverse = _inverse_of_unit_lower(lower, precision)
+  return inverse[..., :n, :n]
+
+
+def _inverse_of_unit_lower(lower, precision):
+  size = lower.shape[-1]
+  if size == 1:
+    return jnp.ones_like(lower)
+  half = size // 2
+  diagonal_blocks = jnp.stack([lower[..., :half, :half], lower[..., half:, half:]])
+  inverses = _inverse_of_unit_lower(diagonal_blocks, precision)
+  top, bottom = inverses[0], inverses[1]
+  matmul = functools.partial(jnp.matmul, precision=precision)
+  bottom_left = -matmul(matmul(bottom, lower[..., half:, :half]), top)
+  return jnp.concatenate([
+      jnp.concatenate([top, jnp.zeros_like(top)], axis=-1),
+      jnp.concatenate([bottom_left, bottom], axis=-1),
+  ], axis=-2)
+
+
+def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64):
+  """The gated delta rule over a sequence, chunk by chunk; same contract as the reference.
+
+  Args:
+    q, k: [B, T, H, K]. v: [B, T, H, V]. g (log decay), beta: [B, T, H]. Any T: the
+      sequence is padded to a multiple of chunk_size with k = 0, g = 0, beta = 0 tokens,
+      which leave the state unchanged.
+    scale: multiplies q; defaults to K**-0.5.
+    initial_state: [B, H, K, V] or None (zeros).
+    chunk_size: tokens per chunk C (> 0).
+
+  Returns:
+    (o [B, T, H, V] in v's dtype, final state [B, H, K, V] in float32, float64 for float64
+    inputs). Matmuls accumulate in that dtype; float32/float64 inputs use full precision.
+  """
+  validation.check_sequence_inputs(q, k, v, g, beta, initial_state)
+  if not isinstance(chunk_size, int) or chunk_size <= 0:
+    raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+  batch, seq_len, heads, key_dim = q.shape
+  value_dim = v.shape[-1]
+  input_dtype = jnp.result_type(q.dtype, k.dtype, v.dtype)
+  acc = naive.accumulation_dtype(input_dtype, g.dtype, beta.dtype)
+  if initial_state is None:
+    initial_state = jnp.zeros((batch, heads, key_dim, value_dim), acc)
+  acc = naive.accumulation_dtype(acc, initial_state.dtype)
+  scale = naive.default_scale(key_dim, scale)
+  # bf16 inputs: tensor-core matmuls with float32 accumulation; float32 inputs stay exact.
+  precision = (lax.Precision.HIGHEST if jnp.dtype(input_dtype).itemsize >= 4
+               else lax.Precision.DEFAULT)
+  dot = functools.partial(jnp.einsum, precision=precision, preferred_element_type=acc)
+
+  num_chunks = math.ceil(seq_len / chunk_size)
+  padded_len = num_chunks * chunk_size
+
+  def to_chunks(x):  # [B, T, H, ...] -> [N, B, H, C, ...], the one transpose per input.
+    x = jnp.pad(x, [(0, 0), (0, padded_len - seq_len)] + [(0, 0)] * (x.ndim - 2))
+    x = x.reshape(batch, num_chunks, chunk_size, heads, *x.shape[3:])
+    return jnp.transpose(x, (1, 0, 3, 2, *range(4, x.ndim)))
+
+  q_c, k_c, v_c = to_chunks(q), to_chunks(k), to_chunks(v)
+  g_c, beta_c = to_chunks(g.astype(acc)), to_chunks(beta.astype(acc))
+
+  g_cum = jnp.cumsum(g_c, axis=-1)  # [N, B, H, C]
+  g_last = g_cum[..., -1:]
+  position = jnp.arange(chunk_size)
+  causal = position[:, None] >= position[None, :]
+  # exp(G_t - G_i) for i <= t; the -inf keeps exp (and its gradient) finite above the diagonal.
+  decay = jnp.exp(jnp.where(causal, g_cum[..., :, None] - g_cum[..., None, :], -jnp.inf))
+  strictly_causal_decay = jnp.where(position[:, None] > position[None, :], decay, 0.0)
+
+  a = beta_c[..., :, None] * strictly_causal_decay * dot("...ik,...jk->...ij", k_c, k_c)
+  p = decay * dot("...ik,...jk->...ij", q_c, k_c) * scale
+  solve = unit_lower_triangular_inverse(a, precision=precision)
+
+  k_acc, v_acc = k_c.astype(acc), v_c.astype(acc)
+  w = dot("...ij,...jk->...ik", solve, (beta_c * jnp.exp(g_cum))[..., None] * k_acc)
+  u = dot("...ij,...jv->...iv", solve, beta_c[..., None] * v_acc)
+  q_state = jnp.exp(g_cum)[..., None] * scale * q_c.astype(acc) - dot("...ij,...jk->...ik", p, w)
+  o_intra = dot("...ij,...jv->...iv", p, u)
+  k_to_end = jnp.exp(g_last - g_cum)[..., None] * k_acc
+  transition = (jnp.exp(g_last)[..., None] * jnp.eye(key_dim, dtype=acc)
+                - dot("...ck,...cj->...kj", k_to_end, w))
+  update = dot("...ck,...cv->...kv", k_to_end, u)
+
+  def chunk_step(state, chunk):
+    transition, update = chunk
+    return dot("...kj,...jv->...kv", transition, state) + update, state
+
+  final_state, start_states = lax.scan(
+      chunk_step, initial_state.astype(acc), (transition, update))
+  o = o_intra + dot("...ik,...kv->...iv", q_state, start_states)  # [N, B, H, C, V]
+  o = jnp.transpose(o, (1, 0, 3, 2, 4)).reshape(batch, padded_len, heads, value_dim)
+  return o[:, :seq_len].astype(v.dtype), final_state
