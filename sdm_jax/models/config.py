@@ -29,6 +29,11 @@ class LMConfig:
     logit_softcap: if set, logits = cap * tanh(logits / cap).
     compute_dtype: "float32" or "bfloat16" activations (parameters stay param_dtype).
     param_dtype: "float32" or "bfloat16".
+    gdn_heads: heads of `G` layers (default num_heads).
+    gdn_head_dim: key dim K per `G` head (default d_model // gdn_heads).
+    gdn_expand_v: value dim per `G` head = gdn_expand_v * K.
+    conv_kernel: taps of the short convolutions of `G` layers.
+    gdn_chunk_size, gdn_impl: passed to `sdm_jax.ops.gated_delta_rule`.
   """
 
   vocab_size: int = 259
@@ -46,6 +51,12 @@ class LMConfig:
   logit_softcap: float | None = None
   compute_dtype: str = "float32"
   param_dtype: str = "float32"
+  gdn_heads: int | None = None
+  gdn_head_dim: int | None = None
+  gdn_expand_v: float = 1.0
+  conv_kernel: int = 4
+  gdn_chunk_size: int = 64
+  gdn_impl: str = "auto"
 
   def __post_init__(self):
     # Imported here: the mixer registry imports layer modules that may need the config.
@@ -78,6 +89,31 @@ class LMConfig:
     if self.mlp_activation not in ("relu2", "swiglu"):
       raise ValueError(f"LMConfig.mlp_activation must be 'relu2' or 'swiglu', got "
                        f"{self.mlp_activation!r}")
+
+    if "G" in self.pattern:
+      from sdm_jax.ops.gated_delta import IMPLS  # pylint: disable=g-import-not-at-top
+      if self.gdn_impl not in IMPLS:
+        raise ValueError(f"LMConfig.gdn_impl must be one of {IMPLS}, got {self.gdn_impl!r}")
+      for name in ("gdn_chunk_size", "conv_kernel"):
+        if getattr(self, name) < 1:
+          raise ValueError(f"LMConfig.{name} must be >= 1, got {getattr(self, name)}")
+      if self.gdn_head_dim is None and self.d_model % self.resolved_gdn_heads:
+        raise ValueError(f"LMConfig.d_model ({self.d_model}) must be divisible by gdn_heads "
+                         f"({self.resolved_gdn_heads}) unless gdn_head_dim is given")
+      if self.gdn_expand_v * self.resolved_gdn_head_dim != int(
+          self.gdn_expand_v * self.resolved_gdn_head_dim) or self.gdn_expand_v <= 0:
+        raise ValueError(f"LMConfig.gdn_expand_v ({self.gdn_expand_v}) times the head dim "
+                         f"({self.resolved_gdn_head_dim}) must be a positive integer")
+
+  @property
+  def resolved_gdn_heads(self) -> int:
+    return self.gdn_heads if self.gdn_heads is not None else self.num_heads
+
+  @property
+  def resolved_gdn_head_dim(self) -> int:
+    if self.gdn_head_dim is not None:
+      return self.gdn_head_dim
+    return self.d_model // self.resolved_gdn_heads
 
   @property
   def layer_kinds(self) -> str:

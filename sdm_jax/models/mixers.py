@@ -16,6 +16,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from sdm_jax.layers.attention import Attention
+from sdm_jax.layers.gated_deltanet import GatedDeltaNet
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,10 +64,32 @@ def _attention_flops(window_of):
   return flops
 
 
+def _build_gdn(config, name: str) -> nn.Module:
+  return GatedDeltaNet(
+      model_dim=config.d_model, num_heads=config.resolved_gdn_heads,
+      head_dim=config.resolved_gdn_head_dim, expand_v=config.gdn_expand_v,
+      conv_kernel=config.conv_kernel, chunk_size=config.gdn_chunk_size, impl=config.gdn_impl,
+      dtype=_dtype(config.compute_dtype), param_dtype=_dtype(config.param_dtype), name=name)
+
+
+def _gdn_flops(config, context_len: int) -> float:
+  """Projections (q, k, v, gate, a, b, out), short convs, and the recurrence per token:
+  k^T S, the rank-one update and S^T q, each 2 K V per head."""
+  del context_len  # constant per token
+  heads, key = config.resolved_gdn_heads, config.resolved_gdn_head_dim
+  value = int(config.gdn_expand_v * key)
+  widths = 2 * heads * key + 2 * heads * value + 2 * heads
+  projections = 2 * config.d_model * widths + 2 * heads * value * config.d_model
+  convs = 2 * config.conv_kernel * heads * (2 * key + value)
+  recurrence = 3 * 2 * heads * key * value
+  return projections + convs + recurrence
+
+
 _FULL = lambda config: None  # noqa: E731
 _WINDOW = lambda config: config.window  # noqa: E731
 
 MIXERS: dict[str, MixerSpec] = {
     "A": MixerSpec("full causal attention", _attention(_FULL), _attention_flops(_FULL)),
     "S": MixerSpec("sliding-window attention", _attention(_WINDOW), _attention_flops(_WINDOW)),
+    "G": MixerSpec("Gated DeltaNet", _build_gdn, _gdn_flops),
 }

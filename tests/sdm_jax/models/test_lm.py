@@ -21,19 +21,20 @@ def init(config, length=8, seed=0):
   return model, model.init(jax.random.PRNGKey(seed + 1), tokens), tokens
 
 
-@pytest.mark.parametrize("pattern", ["A", "S", "SA"])
+@pytest.mark.parametrize("pattern", ["A", "S", "SAG"])
 def test_cached_decode_equals_parallel_forward(pattern):
   # window 4 with 19 tokens: the S ring buffer wraps around several times.
-  config = LMConfig(**TINY, pattern=pattern, num_layers=2, window=4)
+  config = LMConfig(**TINY, pattern=pattern, num_layers=max(2, len(pattern)),
+                    window=4, gdn_chunk_size=8)
   model, params, tokens = init(config, length=19)
   full = model.apply(params, tokens)
   prompt_len = 3
   logits, caches = model.apply(params, tokens[:, :prompt_len], 32, method=LM.prefill)
   np.testing.assert_allclose(logits, full[:, :prompt_len], rtol=1e-5, atol=1e-5)
+  decode = jax.jit(lambda p, tok, pos, c: model.apply(p, tok, pos, c, method=LM.decode))
   steps = []
   for t in range(prompt_len, tokens.shape[1]):
-    step_logits, caches = model.apply(params, tokens[:, t:t + 1], jnp.full((2, 1), t), caches,
-                                      method=LM.decode)
+    step_logits, caches = decode(params, tokens[:, t:t + 1], jnp.full((2, 1), t), caches)
     steps.append(step_logits)
   np.testing.assert_allclose(jnp.concatenate(steps, 1), full[:, prompt_len:], rtol=1e-5,
                              atol=1e-5)
