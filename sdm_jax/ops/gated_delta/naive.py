@@ -11,6 +11,9 @@ S' = exp(g_t) S_{t-1};  S_t = S' + beta_t k_t (v_t - S'^T k_t)^T.
 
 from __future__ import annotations
 
+import functools
+
+import jax
 from jax import lax
 import jax.numpy as jnp
 
@@ -37,6 +40,7 @@ def _step(q, k, v, g, beta, state, scale):
   return o, state
 
 
+@functools.partial(jax.jit, static_argnames=("scale",))
 def gated_delta_step(q, k, v, g, beta, state, *, scale=None):
   """One decode step of the gated delta rule (no T axis).
 
@@ -55,6 +59,7 @@ def gated_delta_step(q, k, v, g, beta, state, *, scale=None):
   return o.astype(v.dtype), state
 
 
+@functools.partial(jax.jit, static_argnames=("scale",))
 def gated_delta_rule_reference(q, k, v, g, beta, *, scale=None, initial_state=None):
   """The gated delta rule over a sequence, as a `lax.scan` over tokens.
 
