@@ -48,11 +48,12 @@ def unit_lower_triangular_inverse(a, *, precision=lax.Precision.HIGHEST):
   if size != n:  # Block-diagonal padding with I leaves the leading n x n inverse unchanged.
     pad = [(0, 0)] * (a.ndim - 2) + [(0, size - n), (0, size - n)]
     lower = jnp.pad(lower, pad)
-  inverse = _inverse_of_unit_lower(lower, precision)
-  return inverse[..., :n, :n]
+  return _inverse_of_unit_lower(lower, precision)[..., :n, :n]
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def _inverse_of_unit_lower(lower, precision):
+  """(I + lower)^-1 for strictly lower-triangular `lower` [..., n, n], n a power of two."""
   size = lower.shape[-1]
   if size == 1:
     return jnp.ones_like(lower)
@@ -68,10 +69,19 @@ def _inverse_of_unit_lower(lower, precision):
   ], axis=-2)
 
 
+@_inverse_of_unit_lower.defjvp
+def _inverse_of_unit_lower_jvp(precision, primals, tangents):
+  # d(L^-1) = -L^-1 dL L^-1: two matmuls (and, transposed, two in reverse mode) instead of
+  # differentiating through every level of the recursion.
+  (lower,), (lower_dot,) = primals, tangents
+  inverse = _inverse_of_unit_lower(lower, precision)
+  matmul = functools.partial(jnp.matmul, precision=precision)
+  return inverse, -matmul(matmul(inverse, lower_dot), inverse)
+
+
 STATE_PASSES = ("scan", "associative")
 
 
-@functools.partial(jax.jit, static_argnames=("scale", "chunk_size", "state_pass"))
 def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
                              state_pass="scan"):
   """The gated delta rule over a sequence, chunk by chunk; same contract as the reference.
@@ -97,14 +107,17 @@ def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None
     raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
   if state_pass not in STATE_PASSES:
     raise ValueError(f"state_pass must be one of {STATE_PASSES}, got {state_pass!r}")
+  initial_state = naive.initial_state_or_zeros(q, k, v, g, beta, initial_state)
+  return _chunked_jit(q, k, v, g, beta, initial_state, naive.default_scale(q.shape[-1], scale),
+                      chunk_size=chunk_size, state_pass=state_pass)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk_size", "state_pass"))
+def _chunked_jit(q, k, v, g, beta, initial_state, scale, *, chunk_size, state_pass):
   batch, seq_len, heads, key_dim = q.shape
   value_dim = v.shape[-1]
   input_dtype = jnp.result_type(q.dtype, k.dtype, v.dtype)
-  acc = naive.accumulation_dtype(input_dtype, g.dtype, beta.dtype)
-  if initial_state is None:
-    initial_state = jnp.zeros((batch, heads, key_dim, value_dim), acc)
-  acc = naive.accumulation_dtype(acc, initial_state.dtype)
-  scale = naive.default_scale(key_dim, scale)
+  acc = initial_state.dtype
   # bf16 inputs: tensor-core matmuls with float32 accumulation; float32 inputs stay exact.
   precision = (lax.Precision.HIGHEST if jnp.dtype(input_dtype).itemsize >= 4
                else lax.Precision.DEFAULT)
@@ -143,7 +156,6 @@ def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None
                 - dot("...ck,...cj->...kj", k_to_end, w))
   update = dot("...ck,...cv->...kv", k_to_end, u)
 
-  initial_state = initial_state.astype(acc)
   if state_pass == "scan":
 
     def chunk_step(state, chunk):
