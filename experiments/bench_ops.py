@@ -9,6 +9,7 @@ Each op registers a function in `BENCHMARKS` taking the parsed flags and returni
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Callable
 
@@ -41,19 +42,23 @@ _GDN_STATE_PASS = flags.DEFINE_enum(
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
 
 
+@functools.partial(jax.jit, static_argnames=(
+    "batch", "seq_len", "heads", "key_dim", "value_dim", "dtype"))
 def make_gdn_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
   """(q, k, v, g, beta) as a GDN layer feeds them: unit-norm q and k, g < 0, beta in (0, 1)."""
-  keys = jax.random.split(jax.random.PRNGKey(seed), 5)
-  shape = (batch, seq_len, heads)
+  # One draw, split along the last axis: a single RNG kernel to compile and run.
+  noise = jax.random.normal(jax.random.PRNGKey(seed),
+                            (batch, seq_len, heads, 2 * key_dim + value_dim + 2))
+  q, k, v, g, beta = jnp.split(
+      noise, [key_dim, 2 * key_dim, 2 * key_dim + value_dim, 2 * key_dim + value_dim + 1],
+      axis=-1)
 
   def unit(x):
     return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
 
-  q = unit(jax.random.normal(keys[0], (*shape, key_dim)))
-  k = unit(jax.random.normal(keys[1], (*shape, key_dim)))
-  v = jax.random.normal(keys[2], (*shape, value_dim))
-  g = jax.nn.log_sigmoid(jax.random.normal(keys[3], shape) + 3.0)
-  beta = jax.nn.sigmoid(jax.random.normal(keys[4], shape))
+  q, k = unit(q), unit(k)
+  g = jax.nn.log_sigmoid(g[..., 0] + 3.0)
+  beta = jax.nn.sigmoid(beta[..., 0])
   return tuple(x.astype(dtype) for x in (q, k, v, g, beta))
 
 
@@ -73,7 +78,7 @@ def bench_gdn(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
     return op(*inputs)[0].astype(jnp.float32).sum()
 
   inputs = make_gdn_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
-                           value_dim=value_dim, dtype=dtype)
+                           value_dim=value_dim, dtype=jnp.dtype(dtype))
   forward = jax.jit(op)
   forward_backward = jax.jit(jax.value_and_grad(loss, argnums=tuple(range(5))))
   fwd = benchmarking.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)
@@ -96,7 +101,7 @@ def bench_gdn(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
 def _gdn_from_flags() -> dict[str, Any]:
   return bench_gdn(batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
                    key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value, chunk_size=_CHUNK.value,
-                   dtype=jnp.dtype(_DTYPE.value), impl=_IMPL.value, warmup=_WARMUP.value,
+                   dtype=_DTYPE.value, impl=_IMPL.value, warmup=_WARMUP.value,
                    repeats=_REPEATS.value, state_pass=_GDN_STATE_PASS.value)
 
 
