@@ -9,12 +9,17 @@ Each op registers a function in `BENCHMARKS` taking the parsed flags and returni
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Callable
 
 from absl import app
 from absl import flags
 import jax
+import jax.numpy as jnp
+
+from experiments import benchmarking
+from sdm_jax.ops import gated_delta
 
 _OP = flags.DEFINE_string("op", "gdn", "Which op to time: one of the keys of BENCHMARKS.")
 _BATCH = flags.DEFINE_integer("batch", 4, "Batch size B.")
@@ -30,8 +35,77 @@ _DTYPE = flags.DEFINE_enum("dtype", "bfloat16", ["bfloat16", "float32"], "Input 
 _IMPL = flags.DEFINE_string("impl", "auto", "impl= passed to the op.")
 _WARMUP = flags.DEFINE_integer("warmup", 2, "Untimed calls before timing.")
 _REPEATS = flags.DEFINE_integer("repeats", 10, "Timed calls; the median is reported.")
+_GDN_STATE_PASS = flags.DEFINE_enum(
+    "gdn_state_pass", "scan", list(gated_delta.STATE_PASSES),
+    "How the chunked GDN path finds chunk start states (sequential scan or associative scan).")
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "batch", "seq_len", "heads", "key_dim", "value_dim", "dtype"))
+def make_gdn_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
+  """(q, k, v, g, beta) as a GDN layer feeds them: unit-norm q and k, g < 0, beta in (0, 1)."""
+  # One draw, split along the last axis: a single RNG kernel to compile and run.
+  noise = jax.random.normal(jax.random.PRNGKey(seed),
+                            (batch, seq_len, heads, 2 * key_dim + value_dim + 2))
+  q, k, v, g, beta = jnp.split(
+      noise, [key_dim, 2 * key_dim, 2 * key_dim + value_dim, 2 * key_dim + value_dim + 1],
+      axis=-1)
+
+  def unit(x):
+    return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+
+  q, k = unit(q), unit(k)
+  g = jax.nn.log_sigmoid(g[..., 0] + 3.0)
+  beta = jax.nn.sigmoid(beta[..., 0])
+  return tuple(x.astype(dtype) for x in (q, k, v, g, beta))
+
+
+def bench_gdn(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
+              repeats, state_pass="scan") -> dict[str, Any]:
+  """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs)."""
+  resolved = gated_delta.resolve_impl(impl)
+  if resolved == "chunked":
+    def op(*inputs):
+      return gated_delta.gated_delta_rule_chunked(*inputs, chunk_size=chunk_size,
+                                                  state_pass=state_pass)
+  else:
+    def op(*inputs):
+      return gated_delta.gated_delta_rule(*inputs, chunk_size=chunk_size, impl=resolved)
+
+  def loss(*inputs):
+    return op(*inputs)[0].astype(jnp.float32).sum()
+
+  inputs = make_gdn_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
+                           value_dim=value_dim, dtype=jnp.dtype(dtype))
+  forward = jax.jit(op)
+  forward_backward = jax.jit(jax.value_and_grad(loss, argnums=tuple(range(5))))
+  fwd = benchmarking.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)
+  fwd_bwd = benchmarking.time_call(lambda: forward_backward(*inputs), warmup=warmup,
+                                   repeats=repeats)
+  return {
+      "impl": resolved,
+      "state_pass": state_pass if resolved == "chunked" else None,
+      "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
+      "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
+      "fwd_ms": fwd["median_ms"],
+      "fwd_bwd_ms": fwd_bwd["median_ms"],
+      "fwd_min_ms": fwd["min_ms"],
+      "fwd_bwd_min_ms": fwd_bwd["min_ms"],
+      "peak_bytes": benchmarking.peak_memory_bytes(),
+      "fwd_bwd_temp_bytes": benchmarking.compiled_temp_bytes(forward_backward, *inputs),
+  }
+
+
+def _gdn_from_flags() -> dict[str, Any]:
+  return bench_gdn(batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
+                   key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value, chunk_size=_CHUNK.value,
+                   dtype=_DTYPE.value, impl=_IMPL.value, warmup=_WARMUP.value,
+                   repeats=_REPEATS.value, state_pass=_GDN_STATE_PASS.value)
+
+
+BENCHMARKS["gdn"] = _gdn_from_flags
 
 
 def main(argv):

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from sdm_jax.ops.gated_delta.chunk import STATE_PASSES
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
 from sdm_jax.ops.gated_delta.chunk import unit_lower_triangular_inverse
 from sdm_jax.ops.gated_delta.naive import gated_delta_rule_reference
@@ -47,6 +48,7 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
 
 __all__ = [
     "IMPLS",
+    "STATE_PASSES",
     "gated_delta_rule",
     "gated_delta_rule_chunked",
     "gated_delta_rule_reference",

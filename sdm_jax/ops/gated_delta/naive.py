@@ -11,6 +11,7 @@ S' = exp(g_t) S_{t-1};  S_t = S' + beta_t k_t (v_t - S'^T k_t)^T.
 
 from __future__ import annotations
 
+import jax
 from jax import lax
 import jax.numpy as jnp
 
@@ -49,8 +50,12 @@ def gated_delta_step(q, k, v, g, beta, state, *, scale=None):
     (o [B, H, V] in v's dtype, new state [B, H, K, V] in float32, or float64 for float64 inputs).
   """
   validation.check_step_inputs(q, k, v, g, beta, state)
+  return _step_jit(q, k, v, g, beta, state, default_scale(q.shape[-1], scale))
+
+
+@jax.jit
+def _step_jit(q, k, v, g, beta, state, scale):
   acc = accumulation_dtype(q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype, state.dtype)
-  scale = default_scale(q.shape[-1], scale)
   o, state = _step(*(x.astype(acc) for x in (q, k, v, g, beta, state)), scale)
   return o.astype(v.dtype), state
 
@@ -68,13 +73,22 @@ def gated_delta_rule_reference(q, k, v, g, beta, *, scale=None, initial_state=No
   Autodiff through this stores one [K, V] state per token: use it for tests, not training.
   """
   validation.check_sequence_inputs(q, k, v, g, beta, initial_state)
-  batch, _, heads, key_dim = q.shape
-  value_dim = v.shape[-1]
+  initial_state = initial_state_or_zeros(q, k, v, g, beta, initial_state)
+  return _reference_jit(q, k, v, g, beta, initial_state, default_scale(q.shape[-1], scale))
+
+
+def initial_state_or_zeros(q, k, v, g, beta, initial_state):
+  """initial_state in the accumulation dtype, zeros [B, H, K, V] when None."""
   acc = accumulation_dtype(q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype)
   if initial_state is None:
-    initial_state = jnp.zeros((batch, heads, key_dim, value_dim), acc)
-  acc = accumulation_dtype(acc, initial_state.dtype)
-  scale = default_scale(key_dim, scale)
+    batch, _, heads, key_dim = q.shape
+    return jnp.zeros((batch, heads, key_dim, v.shape[-1]), acc)
+  return initial_state.astype(accumulation_dtype(acc, initial_state.dtype))
+
+
+@jax.jit
+def _reference_jit(q, k, v, g, beta, initial_state, scale):
+  acc = initial_state.dtype
 
   def body(state, token):
     o, state = _step(*token, state, scale)
@@ -82,6 +96,5 @@ def gated_delta_rule_reference(q, k, v, g, beta, *, scale=None, initial_state=No
 
   # Time leads for the scan: [T, B, H, ...].
   tokens = tuple(jnp.moveaxis(x.astype(acc), 1, 0) for x in (q, k, v, g, beta))
-  final_state, o = lax.scan(body, initial_state.astype(acc), tokens)
+  final_state, o = lax.scan(body, initial_state, tokens)
   return jnp.moveaxis(o, 0, 1).astype(v.dtype), final_state
-
