@@ -47,7 +47,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
 def make_gdn_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
   """(q, k, v, g, beta) as a GDN layer feeds them: unit-norm q and k, g < 0, beta in (0, 1)."""
   # One draw, split along the last axis: a single RNG kernel to compile and run.
-  noise = jax.random.normal(jax.random.PRNGKey(seed),
+  noise = jax.random.normal(jax.random.key(seed),
                             (batch, seq_len, heads, 2 * key_dim + value_dim + 2))
   q, k, v, g, beta = jnp.split(
       noise, [key_dim, 2 * key_dim, 2 * key_dim + value_dim, 2 * key_dim + value_dim + 1],
