@@ -2,3 +2,7 @@
 
 Every op takes `impl="auto" | "reference" | "chunked" | "pallas"` where it has several.
 """
+
+from sdm_jax.ops.product_key import product_key_topk
+from sdm_jax.ops.sparse_delta import sparse_delta_rule
+from sdm_jax.ops.sparse_delta import sparse_delta_step
