@@ -37,7 +37,7 @@ def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
     write_w: [B, T, H, W] write weights k (softmax in SDM).
     v: [B, T, H, Dv] values; its dtype is the output's.
     beta: [B, T, H] write strength in (0, 1).
-    g: [B, T, H] log forget gate, <= 0.
+    g: [B, T, H] log forget gate, finite and <= 0.
     read_idx: [B, T, H, R] integer slot ids in [0, N).
     read_w: [B, T, H, R] read weights q.
     chunk_size: tokens per chunk of the chunked form; T need not be a multiple.
@@ -48,6 +48,9 @@ def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
   Returns:
     out [B, T, H, Dv] in v's dtype and final_memory [B, H, N, Dv] in the accumulation
     dtype (float32; float64 when an input is float64).
+
+  In the per-slot form, a write with beta * k = 1 erases the slot; the chunked form then
+  keeps exp(-80) of the old row and passes no gradient through that erasure.
   """
   if impl not in IMPLS:
     raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")

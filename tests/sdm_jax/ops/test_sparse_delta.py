@@ -7,6 +7,7 @@ import pytest
 
 from sdm_jax.ops import sparse_delta_rule
 from sdm_jax.ops import sparse_delta_step
+from sdm_jax.ops.sparse_delta import chunk
 from sdm_jax.ops.sparse_delta import sparse_delta_rule_reference
 
 ERRORS = ("shared", "per_slot")
@@ -27,10 +28,12 @@ def _distinct_ids(rng, shape, num_slots, count):
 
 
 def random_inputs(seed, *, batch=2, seq_len=23, heads=3, num_slots=12, value_dim=5,
-                  writes=4, reads=3, dtype=jnp.float32, shared_memory=False):
+                  writes=4, reads=3, dtype=jnp.float32, shared_memory=False,
+                  full_overwrite=True):
   """Random inputs with heavy slot reuse (small N) and three kinds of heads.
 
-  Head 0: ordinary gates. Head 1 (if any): every token writes the same slots, and reads
+  Head 0: ordinary gates; with `full_overwrite`, token 5 (if any) writes one slot with
+  weight 1 and beta = 1 (log(1 - beta k) = -inf in the per-slot form). Head 1 (if any): every token writes the same slots, and reads
   them. Head 2 (if any): strong decay g = -20.
   Returns the positional arguments of `sparse_delta_rule`. Built in numpy so that making
   inputs compiles nothing.
@@ -49,6 +52,9 @@ def random_inputs(seed, *, batch=2, seq_len=23, heads=3, num_slots=12, value_dim
   g = -np.logaddexp(0, rng.standard_normal(tok))
   if heads > 2:
     g[:, :, 2] = -20.0
+  if full_overwrite and seq_len > 5:
+    write_w[:, 5, 0] = np.eye(writes)[0]
+    beta[:, 5, 0] = 1.0
   mem_shape = (heads, num_slots, value_dim) if shared_memory else (batch, heads, num_slots, value_dim)
   memory = rng.standard_normal(mem_shape)
   cast = lambda x: jnp.asarray(x, dtype)
@@ -155,7 +161,8 @@ def test_float64_values_and_gradients_are_exact(error):
   with jax.enable_x64(True):
     # A shared [H, N, Dv] table: its gradient sums over the batch.
     args = random_inputs(20, batch=2, seq_len=11, heads=3, num_slots=10, value_dim=4,
-                         writes=3, reads=3, dtype=jnp.float64, shared_memory=True)
+                         writes=3, reads=3, dtype=jnp.float64, shared_memory=True,
+                         full_overwrite=False)  # no gradient through a full overwrite
     float_positions = (0, 2, 3, 4, 5, 7)  # memory, write_w, v, beta, g, read_w
     rng = np.random.default_rng(21)
     out_ct = rng.standard_normal((2, 11, 3, 4))
@@ -269,3 +276,12 @@ def test_step_rejects_a_time_axis_and_bad_error_form():
     sparse_delta_step(*args)
   with pytest.raises(ValueError, match="error must be one of"):
     sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]), error="both")
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+def test_unit_lower_inverse(n):
+  rng = np.random.default_rng(n)
+  lower = np.tril(rng.standard_normal((3, n, n)), -1) * 0.5 + np.eye(n)
+  got = chunk._unit_lower_inverse(jnp.asarray(lower, jnp.float32))
+  np.testing.assert_allclose(np.asarray(got) @ lower, np.broadcast_to(np.eye(n), lower.shape),
+                             atol=1e-5)
