@@ -16,6 +16,8 @@ from absl import app
 from absl import flags
 import jax
 
+from experiments import bench_sdm
+
 _OP = flags.DEFINE_string("op", "gdn", "Which op to time: one of the keys of BENCHMARKS.")
 _BATCH = flags.DEFINE_integer("batch", 4, "Batch size B.")
 _SEQ_LEN = flags.DEFINE_integer("seq_len", 4096, "Sequence length T.")
@@ -30,8 +32,23 @@ _DTYPE = flags.DEFINE_enum("dtype", "bfloat16", ["bfloat16", "float32"], "Input 
 _IMPL = flags.DEFINE_string("impl", "auto", "impl= passed to the op.")
 _WARMUP = flags.DEFINE_integer("warmup", 2, "Untimed calls before timing.")
 _REPEATS = flags.DEFINE_integer("repeats", 10, "Timed calls; the median is reported.")
+_SDM_ERROR = flags.DEFINE_enum("sdm_error", "shared", ["shared", "per_slot"],
+                               "Error form of the sparse delta rule (SDM).")
+_SDM_PHASES = flags.DEFINE_bool("sdm_phases", True,
+                                "Also time phase 1 and phase 2 of the chunked SDM op alone.")
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def _bench_sdm() -> dict[str, Any]:
+  return bench_sdm.benchmark(
+      batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, slots=_SLOTS.value,
+      value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
+      chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
+      warmup=_WARMUP.value, repeats=_REPEATS.value, phases=_SDM_PHASES.value)
+
+
+BENCHMARKS["sdm"] = _bench_sdm
 
 
 def main(argv):
