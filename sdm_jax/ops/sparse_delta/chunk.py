@@ -19,7 +19,8 @@ chunk, gather the rows it writes (sorted unique slots, padded with out-of-range 
 reads, apply the pure chunk function `_chunk_rows`, scatter the new rows. Its `custom_vjp`
 keeps only the rows each chunk overwrote and walks the chunks in reverse, undoing the
 writes to recover each chunk's starting rows, so residual memory is O(T W Dv + N Dv) per
-sequence and head instead of a table per chunk.
+sequence and head instead of a table per chunk. A kernel replaces `_chunk_step` (gather,
+f, scatter) and its backward twin; phase 1 and the table bookkeeping stay as they are.
 """
 
 from __future__ import annotations

@@ -33,8 +33,9 @@ def random_inputs(seed, *, batch=2, seq_len=23, heads=3, num_slots=12, value_dim
   """Random inputs with heavy slot reuse (small N) and three kinds of heads.
 
   Head 0: ordinary gates; with `full_overwrite`, token 5 (if any) writes one slot with
-  weight 1 and beta = 1 (log(1 - beta k) = -inf in the per-slot form). Head 1 (if any): every token writes the same slots, and reads
-  them. Head 2 (if any): strong decay g = -20.
+  weight 1 and beta = 1 (log(1 - beta k) = -inf in the per-slot form).
+  Head 1 (if any): every token writes the same slots, and reads them.
+  Head 2 (if any): strong decay g = -20.
   Returns the positional arguments of `sparse_delta_rule`. Built in numpy so that making
   inputs compiles nothing.
   """
@@ -55,8 +56,8 @@ def random_inputs(seed, *, batch=2, seq_len=23, heads=3, num_slots=12, value_dim
   if full_overwrite and seq_len > 5:
     write_w[:, 5, 0] = np.eye(writes)[0]
     beta[:, 5, 0] = 1.0
-  mem_shape = (heads, num_slots, value_dim) if shared_memory else (batch, heads, num_slots, value_dim)
-  memory = rng.standard_normal(mem_shape)
+  memory = rng.standard_normal(((heads,) if shared_memory else (batch, heads))
+                               + (num_slots, value_dim))
   cast = lambda x: jnp.asarray(x, dtype)
   ids = lambda x: jnp.asarray(x, jnp.int32)
   return (cast(memory), ids(write_idx), cast(write_w), cast(v), cast(beta), cast(g),
@@ -278,10 +279,10 @@ def test_step_rejects_a_time_axis_and_bad_error_form():
     sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]), error="both")
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("n", [1, 2, 13])
 def test_unit_lower_inverse(n):
   rng = np.random.default_rng(n)
   lower = np.tril(rng.standard_normal((3, n, n)), -1) * 0.5 + np.eye(n)
-  got = chunk._unit_lower_inverse(jnp.asarray(lower, jnp.float32))
+  got = jax.jit(chunk._unit_lower_inverse)(jnp.asarray(lower, jnp.float32))
   np.testing.assert_allclose(np.asarray(got) @ lower, np.broadcast_to(np.eye(n), lower.shape),
                              atol=1e-5)
