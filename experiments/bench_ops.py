@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from experiments import benchmarking
+from experiments import bench_sdm
 from sdm_jax.ops import gated_delta
 
 _OP = flags.DEFINE_string("op", "gdn", "Which op to time: one of the keys of BENCHMARKS.")
@@ -38,6 +39,11 @@ _REPEATS = flags.DEFINE_integer("repeats", 10, "Timed calls; the median is repor
 _GDN_STATE_PASS = flags.DEFINE_enum(
     "gdn_state_pass", "scan", list(gated_delta.STATE_PASSES),
     "How the chunked GDN path finds chunk start states (sequential scan or associative scan).")
+
+_SDM_ERROR = flags.DEFINE_enum("sdm_error", "shared", ["shared", "per_slot"],
+                               "Error form of the sparse delta rule (SDM).")
+_SDM_PHASES = flags.DEFINE_bool("sdm_phases", True,
+                                "Also time phase 1 and phase 2 of the chunked SDM op alone.")
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
 
@@ -106,6 +112,16 @@ def _gdn_from_flags() -> dict[str, Any]:
 
 
 BENCHMARKS["gdn"] = _gdn_from_flags
+
+def _bench_sdm() -> dict[str, Any]:
+  return bench_sdm.benchmark(
+      batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, slots=_SLOTS.value,
+      value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
+      chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
+      warmup=_WARMUP.value, repeats=_REPEATS.value, phases=_SDM_PHASES.value)
+
+
+BENCHMARKS["sdm"] = _bench_sdm
 
 
 def main(argv):

@@ -7,3 +7,6 @@ from __future__ import annotations
 
 from sdm_jax.ops.gated_delta import gated_delta_rule
 from sdm_jax.ops.gated_delta import gated_delta_step
+from sdm_jax.ops.product_key import product_key_topk
+from sdm_jax.ops.sparse_delta import sparse_delta_rule
+from sdm_jax.ops.sparse_delta import sparse_delta_step

@@ -1,0 +1,327 @@
+"""The sparse delta rule by chunks of C tokens, with an undo-writes backward (DESIGN.md 3.4).
+
+Within a chunk with starting table M0, let L_t(s) be slot s's cumulative log decay over the
+chunk's writes up to and including token t (it moves only at tokens that write s). Then
+
+  A[u, w]  = sum_{s in I_u & I_w} k_u(s) k_w(s) exp(L_u(s) - L_w(s))          (w < u)
+  QK[t, u] = sum_{s in J_t & I_u} q_t(s) k_u(s) exp(L_t(s) - L_u(s))          (u <= t)
+  delta    = (I + diag(beta) A)^-1 diag(beta) (V - r0),  r0[u] = sum_i k_u[i] exp(L_u) M0[I_u[i]]
+  out[t]   = sum_j q_t[j] exp(L_t) M0[J_t[j]] + sum_u QK[t, u] delta[u]
+  M[s]     = exp(L_C(s)) M0[s] + sum_{u: s in I_u} k_u(s) exp(L_C(s) - L_u(s)) delta[u]
+
+The per-slot form has no solve: delta = beta V, and the log decay of slot s at token u is
+log(alpha_u (1 - beta_u k_u(s))). Every decay factor is exp of a difference of cumulative
+sums along a matched pair (never exp(-L), which overflows when a slot is written often).
+
+Phase 1 (`plan_chunks`) computes everything that does not depend on the table, for all
+chunks at once. Phase 2 (`scan_chunks`) is a `lax.scan` over chunks carrying the table: per
+chunk, gather the rows it writes (sorted unique slots, padded with out-of-range ids) and
+reads, apply the pure chunk function `_chunk_rows`, scatter the new rows. Its `custom_vjp`
+keeps only the rows each chunk overwrote and walks the chunks in reverse, undoing the
+writes to recover each chunk's starting rows, so residual memory is O(T W Dv + N Dv) per
+sequence and head instead of a table per chunk. A kernel replaces `_chunk_step` (gather,
+f, scatter) and its backward twin; phase 1 and the table bookkeeping stay as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+
+from sdm_jax.ops.sparse_delta import checks
+from sdm_jax.ops.sparse_delta.naive import weighted_rows
+
+# The C x C products feed the recurrence: keep them in full float32 (no TF32 on GPU).
+_PRECISION = lax.Precision.HIGHEST
+# Per-slot decay log(1 - beta k) is -inf at beta k = 1 (a full overwrite, reachable once
+# bf16 rounds beta and k to 1). There it is replaced by this floor, so differences of
+# cumulative sums stay finite: exp(-80) ~ 2e-35 leaves ~0 of the overwritten row either
+# way, but no gradient flows through that token's retention.
+_MIN_LOG_RETENTION = -80.0
+
+
+class ChunkIds(NamedTuple):
+  """Integer addressing of each chunk; leading axes [..., n_chunks], U = C * W."""
+  slots: jax.Array      # [..., U] sorted unique written slots, then distinct ids >= N
+  write_pos: jax.Array  # [..., C, W] position of each written id in `slots`
+  read_idx: jax.Array   # [..., C, R] read slot ids
+
+
+class ChunkCoefs(NamedTuple):
+  """Table-independent coefficients of each chunk (the differentiable part of phase 1)."""
+  write_coef: jax.Array | None  # [..., C, W] k_u(s) exp(L_u(s)); shared form only
+  solve: jax.Array | None       # [..., C, C] (I + diag(beta) A)^-1 diag(beta); shared only
+  read_coef: jax.Array          # [..., C, R] q_t(s) exp(L_t(s))
+  qk: jax.Array                 # [..., C, C]
+  update_coef: jax.Array        # [..., C, W] k_u(s) exp(L_C(s) - L_u(s))
+  end_decay: jax.Array          # [..., U] exp(L_C(s)) of each unique slot
+  values: jax.Array             # [..., C, Dv] v (shared) or beta v (per slot)
+
+
+class ChunkPlan(NamedTuple):
+  ids: ChunkIds
+  coefs: ChunkCoefs
+
+
+def _unit_lower_inverse(lower: jax.Array) -> jax.Array:
+  """Inverse of unit lower-triangular matrices [..., n, n], by doubling diagonal blocks.
+
+  [[A, 0], [B, D]]^-1 = [[A^-1, 0], [-D^-1 B A^-1, D^-1]], applied to all blocks of one
+  size at once: log2(n) rounds of batched matmuls. (jax.scipy's batched triangular
+  solve was ~400x slower on CPU at C = 32, and matmuls are what GPUs do best.)
+  """
+  n = lower.shape[-1]
+  size = 1 << max(n - 1, 0).bit_length()
+  batch = lower.shape[:-2]
+  if size != n:  # Pad to a power of two with an identity block.
+    padded = jnp.broadcast_to(jnp.eye(size, dtype=lower.dtype), (*batch, size, size))
+    lower = padded.at[..., :n, :n].set(lower)
+  inverse = jnp.ones((*batch, size, 1, 1), lower.dtype)  # inverses of the 1 x 1 blocks
+  block = 1
+  while block < size:
+    groups = size // (2 * block)
+    pairs = lower.reshape(*batch, groups, 2 * block, groups, 2 * block)
+    pairs = jnp.moveaxis(jnp.diagonal(pairs, axis1=-4, axis2=-2), -1, -3)  # [..., groups, 2b, 2b]
+    first, second = inverse[..., 0::2, :, :], inverse[..., 1::2, :, :]
+    coupling = jnp.matmul(pairs[..., block:, :block], first, precision=_PRECISION)
+    coupling = -jnp.matmul(second, coupling, precision=_PRECISION)
+    inverse = jnp.concatenate([
+        jnp.concatenate([first, jnp.zeros_like(first)], axis=-1),
+        jnp.concatenate([coupling, second], axis=-1),
+    ], axis=-2)
+    block *= 2
+  return inverse[..., 0, :n, :n]
+
+
+def _pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, *, strict):
+  """P[t, u] = sum_x weights[t, x] k_u(s) exp(L_t(s) - L_u(s)), s the slot of entry (t, x).
+
+  pos [C, X] rows of the slot tables; weights, log_at_token [C, X]; key_table and
+  cum_log_decay [U + 1, C] hold k_u(s) and L_u(s). Causal: u < t (strict) or u <= t.
+  """
+  tokens = jnp.arange(pos.shape[0])
+  if strict:
+    causal = tokens[None, :] < tokens[:, None]
+  else:
+    causal = tokens[None, :] <= tokens[:, None]
+  keys = key_table[pos]  # [C, X, C]: k_u(s) for every token u
+  gap = log_at_token[:, :, None] - cum_log_decay[pos]
+  # Acausal gaps are positive and may overflow; zero them before exp, not after.
+  gap = jnp.where(causal[:, None, :], gap, 0)
+  return jnp.sum(weights[:, :, None] * keys * jnp.exp(gap), axis=1) * causal
+
+
+def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, error):
+  """Phase 1 for one chunk: write_idx, write_w [C, W]; v [C, Dv]; beta, g [C]; read_* [C, R]."""
+  chunk, num_writes = write_idx.shape
+  num_unique = chunk * num_writes
+  dtype = write_w.dtype
+
+  slots, inverse = jnp.unique(write_idx.reshape(-1), size=num_unique, fill_value=num_slots,
+                              return_inverse=True)
+  write_pos = inverse.reshape(chunk, num_writes).astype(jnp.int32)
+  # Distinct out-of-range padding ids: gathers fill them with zeros, scatters drop them,
+  # and the slots stay sorted and unique, which the gather/scatter are promised.
+  slots = jnp.where(slots < num_slots, slots,
+                    num_slots + jnp.arange(num_unique, dtype=slots.dtype)).astype(jnp.int32)
+  read_pos = jnp.searchsorted(slots, read_idx.reshape(-1)).reshape(read_idx.shape)
+  found = slots[jnp.minimum(read_pos, num_unique - 1)] == read_idx
+  # Reads of slots the chunk does not write point at an extra all-zero row.
+  read_pos = jnp.where(found, read_pos, num_unique)
+
+  if error == "shared":
+    log_decay = jnp.broadcast_to(g[:, None], write_w.shape)
+  else:
+    erased = beta[:, None] * write_w
+    overwrite = erased >= 1
+    # The inner where keeps log1p's gradient finite where the outer one discards it.
+    retention = jnp.log1p(-jnp.where(overwrite, 0, erased))
+    retention = jnp.where(overwrite, _MIN_LOG_RETENTION,
+                          jnp.maximum(retention, _MIN_LOG_RETENTION))
+    log_decay = g[:, None] + retention
+  token = jnp.broadcast_to(jnp.arange(chunk)[:, None], write_idx.shape)
+  # Slot-major tables over the chunk's unique slots, one column per token.
+  empty = jnp.zeros((num_unique + 1, chunk), dtype)
+  key_table = empty.at[write_pos, token].add(write_w)
+  cum_log_decay = jnp.cumsum(empty.at[write_pos, token].add(log_decay), axis=1)
+  write_log = cum_log_decay[write_pos, token]
+  read_log = cum_log_decay[read_pos, jnp.arange(chunk)[:, None]]
+  end_log = cum_log_decay[:, -1]
+
+  qk = _pair_weights(read_pos, read_w, read_log, key_table, cum_log_decay, strict=False)
+  if error == "shared":
+    attn = _pair_weights(write_pos, write_w, write_log, key_table, cum_log_decay, strict=True)
+    lower = jnp.eye(chunk, dtype=dtype) + beta[:, None] * attn
+    solve = _unit_lower_inverse(lower) * beta[None, :]
+    write_coef = write_w * jnp.exp(write_log)
+    values = v
+  else:
+    solve = write_coef = None
+    values = beta[:, None] * v
+  coefs = ChunkCoefs(
+      write_coef=write_coef,
+      solve=solve,
+      read_coef=read_w * jnp.exp(read_log),
+      qk=qk,
+      update_coef=write_w * jnp.exp(end_log[write_pos] - write_log),
+      end_decay=jnp.exp(end_log[:num_unique]),
+      values=values,
+  )
+  return ChunkPlan(ChunkIds(slots, write_pos, read_idx), coefs)
+
+
+def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: int,
+                chunk_size: int, error: str) -> ChunkPlan:
+  """Phase 1 for every chunk at once, batched over B, H and chunks.
+
+  Takes canonical token arrays [B, T, H, ...] (see `checks.canonicalize_inputs`); returns
+  a plan with leading axes [B, H, n_chunks], C = min(chunk_size, T). T is padded to a
+  multiple of C with tokens that change nothing (zero weights, beta and g).
+  """
+  batch, seq_len, heads, num_writes = write_idx.shape
+  chunk = min(chunk_size, seq_len)
+  num_chunks = -(-seq_len // chunk)
+  pad = num_chunks * chunk - seq_len
+
+  def to_chunks(x):
+    x = jnp.moveaxis(x, 2, 1)  # [B, H, T, ...]
+    x = jnp.pad(x, [(0, 0), (0, 0), (0, pad)] + [(0, 0)] * (x.ndim - 3))
+    return x.reshape(batch * heads * num_chunks, chunk, *x.shape[3:])
+
+  # Padding tokens still write W distinct (in-range) ids, with zero weight.
+  is_pad = jnp.arange(num_chunks * chunk) >= seq_len
+  write_ids = to_chunks(write_idx).reshape(batch * heads, num_chunks * chunk, num_writes)
+  write_ids = jnp.where(is_pad[:, None], jnp.arange(num_writes, dtype=jnp.int32), write_ids)
+  write_ids = write_ids.reshape(-1, chunk, num_writes)
+
+  plan_one = functools.partial(_plan_chunk, num_slots=num_slots, error=error)
+  plan = jax.vmap(plan_one)(write_ids, to_chunks(write_w), to_chunks(v), to_chunks(beta),
+                            to_chunks(g), to_chunks(read_idx), to_chunks(read_w))
+  return jax.tree.map(lambda x: x.reshape(batch, heads, num_chunks, *x.shape[1:]), plan)
+
+
+def _chunk_rows(rows, ids: ChunkIds, coefs: ChunkCoefs, error):
+  """The pure chunk function f: (starting rows) -> (out [C, Dv], new written rows [U, Dv]).
+
+  rows [U + C * R, Dv]: the chunk's starting rows at `ids.slots` (U, padding rows zero),
+  then at `ids.read_idx`. All of a chunk's table math is here; phase 2's backward
+  differentiates it with `jax.vjp`.
+  """
+  num_unique = ids.slots.shape[-1]
+  written = rows[:num_unique]
+  read_rows = rows[num_unique:].reshape(*ids.read_idx.shape, rows.shape[-1])
+  if error == "shared":
+    start_estimate = weighted_rows(coefs.write_coef, written[ids.write_pos])  # r0 [C, Dv]
+    delta = jnp.dot(coefs.solve, coefs.values - start_estimate, precision=_PRECISION)
+  else:
+    delta = coefs.values
+  out = (weighted_rows(coefs.read_coef, read_rows)
+         + jnp.dot(coefs.qk, delta, precision=_PRECISION))
+  updates = coefs.update_coef[:, :, None] * delta[:, None, :]
+  new_rows = (coefs.end_decay[:, None] * written).at[ids.write_pos].add(updates)
+  return out, new_rows
+
+
+def _gather_rows(table, ids: ChunkIds):
+  """The rows f reads, in one gather: one op whose result feeds the scatter, so XLA orders
+  every read of the table before the in-place write (separate read gathers made it copy
+  the whole table every chunk)."""
+  row_ids = jnp.concatenate([ids.slots, ids.read_idx.reshape(-1)])
+  return table.at[row_ids].get(mode="fill", fill_value=0)
+
+
+def _scatter_rows(table, slots, rows):
+  return table.at[slots].set(rows, mode="drop", indices_are_sorted=True, unique_indices=True)
+
+
+def _chunk_step(memory, ids: ChunkIds, coefs: ChunkCoefs, error):
+  rows = _gather_rows(memory, ids)
+  out, new_rows = _chunk_rows(rows, ids, coefs, error)
+  written = rows[:ids.slots.shape[-1]]
+  return _scatter_rows(memory, ids.slots, new_rows), out, written
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _scan_sequence(memory, ids: ChunkIds, coefs: ChunkCoefs, error: str):
+  """Phase 2 for one sequence and head: memory [N, Dv], plan [n_chunks, ...]."""
+
+  def step(memory, chunk):
+    memory, out, _ = _chunk_step(memory, *chunk, error)
+    return memory, out
+
+  memory, out = lax.scan(step, memory, (ids, coefs))
+  return out, memory
+
+
+def _scan_sequence_fwd(memory, ids, coefs, error):
+  def step(memory, chunk):
+    memory, out, written = _chunk_step(memory, *chunk, error)
+    return memory, (out, written)
+
+  memory, (out, snapshots) = lax.scan(step, memory, (ids, coefs))
+  return (out, memory), (ids, coefs, snapshots, memory)
+
+
+def _scan_sequence_bwd(error, residuals, cotangents):
+  ids, coefs, snapshots, final_memory = residuals
+  d_out, d_final_memory = cotangents
+
+  def step(carry, chunk):
+    memory, d_memory = carry
+    ids_c, coefs_c, written, d_out_c = chunk
+    memory = _scatter_rows(memory, ids_c.slots, written)  # undo the chunk's writes
+    rows = _gather_rows(memory, ids_c)
+    _, chunk_vjp = jax.vjp(lambda r, c: _chunk_rows(r, ids_c, c, error), rows, coefs_c)
+    d_new_rows = d_memory.at[ids_c.slots].get(mode="fill", fill_value=0)
+    d_rows, d_coefs = chunk_vjp((d_out_c, d_new_rows))
+    # The rows the chunk wrote reach its end only through f; read rows add on top.
+    num_unique = ids_c.slots.shape[-1]
+    d_memory = _scatter_rows(d_memory, ids_c.slots, d_rows[:num_unique])
+    d_memory = d_memory.at[ids_c.read_idx.reshape(-1)].add(d_rows[num_unique:])
+    return (memory, d_memory), d_coefs
+
+  (_, d_memory), d_coefs = lax.scan(
+      step, (final_memory, d_final_memory), (ids, coefs, snapshots, d_out), reverse=True)
+  return d_memory, None, d_coefs
+
+
+_scan_sequence.defvjp(_scan_sequence_fwd, _scan_sequence_bwd)
+
+
+def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str
+                ) -> tuple[jax.Array, jax.Array]:
+  """Phase 2: memory [B, H, N, Dv], plan [B, H, n_chunks, ...] from `plan_chunks`.
+
+  Returns out [B, H, n_chunks, C, Dv] and the final memory [B, H, N, Dv].
+  """
+  scan_one = lambda m, i, c: _scan_sequence(m, i, c, error)
+  return jax.vmap(jax.vmap(scan_one))(memory, *plan)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk_size", "error"))
+def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str):
+  """Plan, scan and reassemble [B, T, H, Dv]; `inputs` are canonical (see checks)."""
+  batch, seq_len, heads, _ = inputs.write_idx.shape
+  plan = plan_chunks(*inputs[1:], num_slots=inputs.memory.shape[2], chunk_size=chunk_size,
+                     error=error)
+  out, final_memory = scan_chunks(inputs.memory, plan, error=error)
+  out = out.reshape(batch, heads, -1, out.shape[-1])[:, :, :seq_len]
+  return jnp.moveaxis(out, 2, 1), final_memory
+
+
+def sparse_delta_rule_chunked(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
+                              chunk_size: int = 64, error: str = "shared"
+                              ) -> tuple[jax.Array, jax.Array]:
+  """The sparse delta rule by chunks; same contract as `sparse_delta_rule`."""
+  checks.check_error_form(error)
+  checks.check_chunk_size(chunk_size)
+  inputs, _ = checks.canonicalize_inputs(
+      memory, write_idx, write_w, v, beta, g, read_idx, read_w, time_axis=True)
+  if inputs.write_idx.shape[1] == 0:
+    return jnp.zeros(v.shape, v.dtype), inputs.memory
+  out, final_memory = _chunked(inputs, chunk_size, error)
+  return out.astype(v.dtype), final_memory

@@ -1,0 +1,288 @@
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sdm_jax.ops import sparse_delta_rule
+from sdm_jax.ops import sparse_delta_step
+from sdm_jax.ops.sparse_delta import chunk
+from sdm_jax.ops.sparse_delta import sparse_delta_rule_reference
+
+ERRORS = ("shared", "per_slot")
+
+
+def _softmax(x):
+  e = np.exp(x - x.max(axis=-1, keepdims=True))
+  return e / e.sum(axis=-1, keepdims=True)
+
+
+def _sigmoid(x):
+  return 1 / (1 + np.exp(-x))
+
+
+def _distinct_ids(rng, shape, num_slots, count):
+  """[*shape, count] ids, distinct along the last axis: a random permutation's head."""
+  return np.argsort(rng.random((*shape, num_slots)), axis=-1)[..., :count]
+
+
+def random_inputs(seed, *, batch=2, seq_len=23, heads=3, num_slots=12, value_dim=5,
+                  writes=4, reads=3, dtype=jnp.float32, shared_memory=False,
+                  full_overwrite=True):
+  """Random inputs with heavy slot reuse (small N) and three kinds of heads.
+
+  Head 0: ordinary gates; with `full_overwrite`, token 5 (if any) writes one slot with
+  weight 1 and beta = 1 (log(1 - beta k) = -inf in the per-slot form).
+  Head 1 (if any): every token writes the same slots, and reads them.
+  Head 2 (if any): strong decay g = -20.
+  Returns the positional arguments of `sparse_delta_rule`. Built in numpy so that making
+  inputs compiles nothing.
+  """
+  rng = np.random.default_rng(seed)
+  tok = (batch, seq_len, heads)
+  write_idx = _distinct_ids(rng, tok, num_slots, writes)
+  read_idx = rng.integers(0, num_slots, (*tok, reads))
+  if heads > 1:
+    write_idx[:, :, 1] = write_idx[:, :1, 1]
+    read_idx[:, :, 1, :min(reads, writes)] = write_idx[:, :, 1, :reads]
+  write_w = _softmax(rng.standard_normal((*tok, writes)))
+  read_w = _softmax(rng.standard_normal((*tok, reads)))
+  v = rng.standard_normal((*tok, value_dim))
+  beta = _sigmoid(rng.standard_normal(tok))
+  g = -np.logaddexp(0, rng.standard_normal(tok))
+  if heads > 2:
+    g[:, :, 2] = -20.0
+  if full_overwrite and seq_len > 5:
+    write_w[:, 5, 0] = np.eye(writes)[0]
+    beta[:, 5, 0] = 1.0
+  memory = rng.standard_normal(((heads,) if shared_memory else (batch, heads))
+                               + (num_slots, value_dim))
+  cast = lambda x: jnp.asarray(x, dtype)
+  ids = lambda x: jnp.asarray(x, jnp.int32)
+  return (cast(memory), ids(write_idx), cast(write_w), cast(v), cast(beta), cast(g),
+          ids(read_idx), cast(read_w))
+
+
+def _assert_close(got, want, tol):
+  for a, b in zip(got, want):
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("error,chunk_size", [
+    ("shared", 3), ("shared", 8), ("shared", 32), ("per_slot", 8)])
+def test_chunked_matches_reference(error, chunk_size):
+  # T = 23 is a multiple of none of the chunk sizes; 32 > T.
+  args = random_inputs(chunk_size)
+  want = sparse_delta_rule(*args, error=error, impl="reference")
+  got = sparse_delta_rule(*args, error=error, impl="chunked", chunk_size=chunk_size)
+  assert got[0].shape == (2, 23, 3, 5) and got[1].shape == (2, 3, 12, 5)
+  _assert_close(got, want, 1e-5)
+  assert float(jnp.abs(want[0][:, :, 2]).max()) > 1e-3  # strong decay still reads something
+
+
+@pytest.mark.parametrize("error", ERRORS)
+def test_shared_initial_memory_broadcasts_over_batch(error):
+  args = random_inputs(11, shared_memory=True)
+  per_sequence = (np.broadcast_to(np.asarray(args[0]), (2, *args[0].shape)),) + args[1:]
+  got = sparse_delta_rule(*args, error=error, chunk_size=8)
+  _assert_close(got, sparse_delta_rule(*per_sequence, error=error, impl="reference"), 1e-5)
+  _assert_close(got, sparse_delta_rule(*per_sequence, error=error, impl="auto", chunk_size=8), 0)
+
+
+def test_bfloat16_inputs_accumulate_in_float32():
+  args = random_inputs(12, dtype=jnp.bfloat16)
+  out, memory = sparse_delta_rule(*args, chunk_size=8)
+  assert out.dtype == jnp.bfloat16 and memory.dtype == jnp.float32
+  upcast = tuple(np.asarray(x, np.float32) if x.dtype == jnp.bfloat16 else x for x in args)
+  want_out, want_memory = sparse_delta_rule(*upcast, chunk_size=8)
+  np.testing.assert_array_equal(np.asarray(out), np.asarray(want_out.astype(jnp.bfloat16)))
+  np.testing.assert_array_equal(np.asarray(memory), np.asarray(want_memory))
+
+
+@pytest.mark.parametrize("error", ERRORS)
+def test_chained_decode_steps_equal_the_full_pass(error):
+  args = random_inputs(13)
+  memory, token_args = args[0], [np.asarray(x) for x in args[1:]]
+  outs = []
+  for t in range(args[1].shape[1]):
+    out, memory = sparse_delta_step(memory, *(x[:, t] for x in token_args), error=error)
+    outs.append(np.asarray(out))
+  want_out, want_memory = sparse_delta_rule(*args, error=error, chunk_size=8)
+  _assert_close((np.stack(outs, axis=1), memory), (want_out, want_memory), 1e-5)
+
+
+def test_step_accepts_a_shared_table():
+  args = random_inputs(14, seq_len=1, shared_memory=True)
+  out, memory = sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]))
+  want_out, want_memory = sparse_delta_rule_reference(*args)
+  _assert_close((out, memory), (want_out[:, 0], want_memory), 1e-6)
+
+
+def test_shared_form_with_every_slot_written_is_the_dense_gated_delta_rule():
+  """W = R = N: the sparse key is the dense key, the masked decay the full one."""
+  batch, seq_len, heads, num_slots, value_dim = 2, 19, 2, 16, 3
+  rng = np.random.default_rng(15)
+  tok = (batch, seq_len, heads)
+  # Every slot, each token in its own order (order must not matter).
+  write_idx = _distinct_ids(rng, tok, num_slots, num_slots)
+  read_idx = _distinct_ids(rng, tok, num_slots, num_slots)
+  write_w = _softmax(rng.standard_normal((*tok, num_slots)))
+  read_w = rng.standard_normal((*tok, num_slots))
+  v = rng.standard_normal((*tok, value_dim))
+  beta = _sigmoid(rng.standard_normal(tok))
+  g = -np.logaddexp(0, rng.standard_normal(tok))
+  memory = rng.standard_normal((batch, heads, num_slots, value_dim))
+  # Dense keys and queries indexed by slot.
+  k = np.take_along_axis(write_w, np.argsort(write_idx, axis=-1), axis=-1)
+  q = np.take_along_axis(read_w, np.argsort(read_idx, axis=-1), axis=-1)
+
+  def dense_step(state, token):  # state [B, H, N, Dv]
+    k_t, q_t, v_t, beta_t, g_t = token
+    state = jnp.exp(g_t)[..., None, None] * state
+    state = state - beta_t[..., None, None] * k_t[..., :, None] * jnp.einsum(
+        "bhn,bhnd->bhd", k_t, state)[..., None, :]
+    state = state + beta_t[..., None, None] * k_t[..., :, None] * v_t[..., None, :]
+    return state, jnp.einsum("bhn,bhnd->bhd", q_t, state)
+
+  time_major = [jnp.asarray(np.moveaxis(x, 1, 0), jnp.float32) for x in (k, q, v, beta, g)]
+  dense_state, dense_out = jax.jit(jax.lax.scan, static_argnums=0)(
+      dense_step, jnp.asarray(memory, jnp.float32), time_major)
+  want = (jnp.moveaxis(dense_out, 0, 1), dense_state)
+  f32 = lambda x: jnp.asarray(x, jnp.float32)
+  args = (f32(memory), jnp.asarray(write_idx, jnp.int32), f32(write_w), f32(v), f32(beta),
+          f32(g), jnp.asarray(read_idx, jnp.int32), f32(read_w))
+  for impl in ("reference", "chunked"):
+    _assert_close(sparse_delta_rule(*args, impl=impl, chunk_size=8), want, 1e-5)
+
+
+@pytest.mark.parametrize("error", ERRORS)
+def test_float64_values_and_gradients_are_exact(error):
+  with jax.enable_x64(True):
+    # A shared [H, N, Dv] table: its gradient sums over the batch.
+    args = random_inputs(20, batch=2, seq_len=11, heads=3, num_slots=10, value_dim=4,
+                         writes=3, reads=3, dtype=jnp.float64, shared_memory=True,
+                         full_overwrite=False)  # no gradient through a full overwrite
+    float_positions = (0, 2, 3, 4, 5, 7)  # memory, write_w, v, beta, g, read_w
+    rng = np.random.default_rng(21)
+    out_ct = rng.standard_normal((2, 11, 3, 4))
+    mem_ct = rng.standard_normal((2, 3, 10, 4))
+
+    def run(impl, floats):
+      full = list(args)
+      for position, x in zip(float_positions, floats):
+        full[position] = x
+      return sparse_delta_rule(*full, error=error, impl=impl, chunk_size=4)
+
+    def loss(impl, floats):
+      out, memory = run(impl, floats)
+      return jnp.sum(out * out_ct) + jnp.sum(memory * mem_ct)
+
+    floats = tuple(args[p] for p in float_positions)
+    got = run("chunked", floats)
+    assert got[0].dtype == jnp.float64 and got[1].dtype == jnp.float64
+    _assert_close(got, run("reference", floats), 1e-9)
+
+    grads = jax.jit(jax.grad(lambda f: loss("chunked", f)))(floats)
+    ref_grads = jax.jit(jax.grad(lambda f: loss("reference", f)))(floats)
+    for got_grad, ref_grad in zip(grads, ref_grads):
+      assert float(jnp.abs(ref_grad).max()) > 0
+      np.testing.assert_allclose(got_grad, ref_grad, rtol=1e-9, atol=1e-9)
+
+    # Central differences along a random direction, one input at a time (the forward
+    # reuses the compiled chunked program; the loss is summed in numpy).
+    def numpy_loss(floats):
+      out, memory = run("chunked", floats)
+      return np.sum(np.asarray(out) * out_ct) + np.sum(np.asarray(memory) * mem_ct)
+
+    eps = 1e-5
+    for position, (x, grad) in enumerate(zip(floats, grads)):
+      direction = np.random.default_rng(position).standard_normal(x.shape)
+      shifted = lambda sign: tuple(y + sign * eps * direction if i == position else y
+                                   for i, y in enumerate(floats))
+      numeric = (numpy_loss(shifted(1)) - numpy_loss(shifted(-1))) / (2 * eps)
+      analytic = np.sum(np.asarray(grad) * direction)
+      np.testing.assert_allclose(analytic, numeric, rtol=1e-7, atol=1e-9)
+
+
+def test_gradient_memory_stays_within_ten_tables():
+  """Undo-writes backward: no table per chunk. Compiled only, never run."""
+  batch, heads, num_slots, value_dim, seq_len, writes = 1, 1, 2**16, 64, 2048, 16
+  tok = (batch, seq_len, heads)
+  f32 = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.float32)
+  i32 = jax.ShapeDtypeStruct((*tok, writes), jnp.int32)
+  memory = f32(batch, heads, num_slots, value_dim)
+
+  def loss(memory, write_w, v, beta, g, read_w, write_idx, read_idx):
+    out, _ = sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w,
+                               chunk_size=64)
+    return jnp.sum(out)
+
+  grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4, 5)))
+  compiled = grad.lower(memory, f32(*tok, writes), f32(*tok, value_dim), f32(*tok), f32(*tok),
+                        f32(*tok, writes), i32, i32).compile()
+  analysis = compiled.memory_analysis()
+  table_bytes = batch * heads * num_slots * value_dim * 4
+  used = analysis.temp_size_in_bytes + analysis.output_size_in_bytes
+  assert used < 10 * table_bytes, f"{used / table_bytes:.1f} tables"
+
+
+def _valid_args():
+  return random_inputs(40, batch=1, seq_len=3, heads=2, num_slots=6, value_dim=2, writes=2,
+                       reads=2)
+
+
+@pytest.mark.parametrize("position,bad,match", [
+    (1, lambda x: x.astype(jnp.float32), "write_idx must have an integer dtype"),
+    (6, lambda x: x.astype(jnp.float32), "read_idx must have an integer dtype"),
+    (2, lambda x: x[..., :1], "write_w must have write_idx's shape"),
+    (7, lambda x: x[..., :1], "read_w must have read_idx's shape"),
+    (3, lambda x: x[:, :, :1], "v must be"),
+    (4, lambda x: x[:, :2], "beta must be"),
+    (5, lambda x: x[..., None], "g must be"),
+    (0, lambda x: x[..., :1], "memory must be"),
+    (0, lambda x: x[0, 0], "memory must be"),
+    (6, lambda x: x[:, :2], "read_idx must be"),
+])
+def test_rejects_mismatched_inputs(position, bad, match):
+  args = list(_valid_args())
+  args[position] = bad(args[position])
+  with pytest.raises(ValueError, match=match):
+    sparse_delta_rule(*args)
+
+
+def test_rejects_more_writes_than_slots():
+  args = list(random_inputs(41, batch=1, seq_len=2, heads=1, num_slots=3, writes=3))
+  args[0] = args[0][..., :2, :]
+  with pytest.raises(ValueError, match="writes per token exceed N"):
+    sparse_delta_rule(*args)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(error="dense"), r"error must be one of \('shared', 'per_slot'\)"),
+    (dict(chunk_size=0), "chunk_size must be a positive int"),
+    (dict(chunk_size=8.0), "chunk_size must be a positive int"),
+    (dict(impl="triton"), r"impl must be one of \('auto', 'reference', 'chunked', 'pallas'\)"),
+    (dict(impl="pallas"), "no Pallas kernel"),
+])
+def test_rejects_invalid_options(kwargs, match):
+  with pytest.raises(ValueError, match=match):
+    sparse_delta_rule(*_valid_args(), **kwargs)
+
+
+def test_step_rejects_a_time_axis_and_bad_error_form():
+  args = _valid_args()
+  with pytest.raises(ValueError, match=r"write_idx must be \[B, H, W\]"):
+    sparse_delta_step(*args)
+  with pytest.raises(ValueError, match="error must be one of"):
+    sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]), error="both")
+
+
+@pytest.mark.parametrize("n", [1, 2, 13])
+def test_unit_lower_inverse(n):
+  rng = np.random.default_rng(n)
+  lower = np.tril(rng.standard_normal((3, n, n)), -1) * 0.5 + np.eye(n)
+  got = jax.jit(chunk._unit_lower_inverse)(jnp.asarray(lower, jnp.float32))
+  np.testing.assert_allclose(np.asarray(got) @ lower, np.broadcast_to(np.eye(n), lower.shape),
+                             atol=1e-5)
