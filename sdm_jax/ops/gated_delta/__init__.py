@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from sdm_jax.ops.gated_delta.chunk import STATE_PASSES
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
@@ -25,14 +26,18 @@ def resolve_impl(impl: str) -> str:
   return "chunked" if impl == "auto" else impl
 
 
-def default_state_pass() -> str:
-  """The chunked path's state pass for this platform.
+def default_state_pass(dtype) -> str:
+  """The chunked path's state pass for this platform and input dtype.
 
   On one H200 (JAX 0.11.2, bf16, chunk 64) the associative scan beat the sequential scan
   by 15% (fwd) to 18% (fwd+bwd) at B=4, T=4096, H=8 and B=2, T=8192, H=16 (WORKSPACE.md);
   on CPU the sequential scan does fewer flops, and flops are what a CPU is short of.
+  float64 keeps the sequential scan everywhere: XLA:GPU in JAX 0.11.2 aborts the process
+  while compiling the float64 backward of the associative scan.
   """
-  return "associative" if jax.default_backend() == "gpu" else "scan"
+  if jax.default_backend() == "gpu" and jnp.dtype(dtype) != jnp.float64:
+    return "associative"
+  return "scan"
 
 
 def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
@@ -57,7 +62,8 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
   if impl == "reference":
     return gated_delta_rule_reference(q, k, v, g, beta, scale=scale, initial_state=initial_state)
   return gated_delta_rule_chunked(q, k, v, g, beta, scale=scale, initial_state=initial_state,
-                                  chunk_size=chunk_size, state_pass=default_state_pass())
+                                  chunk_size=chunk_size,
+                                  state_pass=default_state_pass(jnp.result_type(q, k, v)))
 
 
 __all__ = [

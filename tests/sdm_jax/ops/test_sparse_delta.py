@@ -88,7 +88,9 @@ def test_shared_initial_memory_broadcasts_over_batch(error):
   per_sequence = (np.broadcast_to(np.asarray(args[0]), (2, *args[0].shape)),) + args[1:]
   got = sparse_delta_rule(*args, error=error, chunk_size=8)
   _assert_close(got, sparse_delta_rule(*per_sequence, error=error, impl="reference"), 1e-5)
-  _assert_close(got, sparse_delta_rule(*per_sequence, error=error, impl="auto", chunk_size=8), 0)
+  # Broadcasting must not change the math; only the reduction order may differ (GPU).
+  _assert_close(got, sparse_delta_rule(*per_sequence, error=error, impl="auto", chunk_size=8),
+                1e-6)
 
 
 def test_bfloat16_inputs_accumulate_in_float32():
@@ -97,8 +99,11 @@ def test_bfloat16_inputs_accumulate_in_float32():
   assert out.dtype == jnp.bfloat16 and memory.dtype == jnp.float32
   upcast = tuple(np.asarray(x, np.float32) if x.dtype == jnp.bfloat16 else x for x in args)
   want_out, want_memory = sparse_delta_rule(*upcast, chunk_size=8)
-  np.testing.assert_array_equal(np.asarray(out), np.asarray(want_out.astype(jnp.bfloat16)))
-  np.testing.assert_array_equal(np.asarray(memory), np.asarray(want_memory))
+  # The bf16 run accumulates in float32, so it matches the float32 run up to reduction
+  # order (exactly on CPU; within float32 rounding on GPU) and one bf16 rounding of out.
+  np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(want_out),
+                             rtol=2 ** -8, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(memory), np.asarray(want_memory), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("error", ERRORS)
