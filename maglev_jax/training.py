@@ -72,7 +72,8 @@ def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
   prepare_workdir(KIND, model_config, train_config, train_tokens, val_tokens, workdir,
                   extra_config)
   model = Maglev(model_config)
-  return fit(init_params=lambda rng: model.init(rng, train_config.seq_len),
+  # Jitted: Flax initialisation run op by op is slow.
+  return fit(init_params=jax.jit(lambda rng: model.init(rng, train_config.seq_len)),
              loss_fn=maglev_loss_fn(model),
              evaluate=maglev_evaluator(model, val_tokens,
                                        batch_size=train_config.eval_batch_size,
