@@ -9,6 +9,7 @@ Every evaluation window starts a fresh memory (m_{-1} = 0) at position 0, as in 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import jax
@@ -59,7 +60,7 @@ def maglev_evaluator(model: Maglev, val_tokens: np.ndarray, *, batch_size: int, 
   def evaluate(params: Params) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for source, nll in nll_fns.items():
-      scored = evaluate_bpb(lambda inputs, targets: nll(params, inputs, targets),  # pylint: disable=cell-var-from-loop
+      scored = evaluate_bpb(functools.partial(nll, params),
                             eval_batches(val_tokens, batch_size=batch_size, seq_len=seq_len,
                                          max_tokens=max_tokens))
       result[f"bpb_{source}"] = scored["val_bpb"]

@@ -62,3 +62,11 @@ def maglev_baseline(name: str, maglev: config_dict.ConfigDict,
   for section in ("train", "data"):
     config[section].update({k: v for k, v in maglev[section].items() if v is not None})
   return config
+
+
+def maglev_shared_variant(name: str, maglev: config_dict.ConfigDict) -> config_dict.ConfigDict:
+  """A Maglev config with Q and P sharing their blocks and lambda = 0.1 (the paper's shared
+  setting), everything else unchanged."""
+  maglev.name = name
+  maglev.model.update(sharing="shared", memory_loss_weight=0.1)
+  return maglev

@@ -2,10 +2,8 @@
 (the paper's shared setting)."""
 
 from experiments.configs import maglev_small
+from experiments.configs.base import maglev_shared_variant
 
 
 def get_config():
-  config = maglev_small.get_config()
-  config.name = "maglev_small_shared"
-  config.model.update(sharing="shared", memory_loss_weight=0.1)
-  return config
+  return maglev_shared_variant("maglev_small_shared", maglev_small.get_config())

@@ -2,10 +2,8 @@
 (the paper's shared setting)."""
 
 from experiments.configs import maglev_tiny
+from experiments.configs.base import maglev_shared_variant
 
 
 def get_config():
-  config = maglev_tiny.get_config()
-  config.name = "maglev_tiny_shared"
-  config.model.update(sharing="shared", memory_loss_weight=0.1)
-  return config
+  return maglev_shared_variant("maglev_tiny_shared", maglev_tiny.get_config())

@@ -16,7 +16,8 @@ from typing import Callable
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FAST_COMPILE_XLA_FLAGS = "--xla_llvm_disable_expensive_passes=true --xla_backend_optimization_level=0"
+FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
+                          "--xla_backend_optimization_level=0")
 
 
 @pytest.fixture(scope="session")

@@ -39,8 +39,9 @@ def workdir(run_cli, toy_corpus, tmp_path_factory):
 def test_evaluate_reports_teacher_forced_and_recurrent_bpb(run_cli, workdir):
   result = last_json(run_cli("evaluate", f"--workdir={workdir}"))
   assert result["step"] == 2 and result["val_tokens"] == 64
-  for name in ("bpb_teacher_forced", "bpb_recurrent", "bpb_memory_zeroed"):
-    assert 0 < result[name] < 20, (name, result)
+  bpbs = [result[f"bpb_{s}"] for s in ("teacher_forced", "recurrent", "memory_zeroed")]
+  assert all(0 < bpb < 20 for bpb in bpbs) and len(set(bpbs)) == 3, result
+  assert result["val_bpb"] == result["bpb_recurrent"]
   saved = json.loads((workdir / "config.json").read_text())
   assert saved["kind"] == "maglev" and saved["model"]["sharing"] == "separate"
 

@@ -1,24 +1,42 @@
-"""Maglev's three BPBs: teacher-forced, recurrent (the honest one) and memory-zeroed."""
+"""Maglev's three BPBs: teacher-forced, recurrent (the honest one) and memory-zeroed.
+
+The evaluator itself runs end to end in tests/experiments/test_maglev_cli.py (train and
+evaluate a workdir); here, the memory sources it is built from.
+"""
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from maglev_jax.evaluation import maglev_evaluator, maglev_nll_fn
+from maglev_jax.evaluation import maglev_nll_fn, memories_for
+from maglev_jax.inference import recurrent_memories
+from maglev_jax.model import shift_memories
 from tests.maglev_jax.helpers import random_params, random_tokens, tiny_model
 
 
-def test_evaluator_reports_all_sources_and_the_recurrent_one_as_val_bpb():
+def test_memory_sources_feed_p_with_q_its_own_or_no_memory():
   model = tiny_model(num_layers=1, prefiller_pattern="A")
   params = random_params(model)
-  stream = np.asarray(random_tokens(model, 1, 41)[0])  # 40 targets: 4 windows of 10
-  result = maglev_evaluator(model, stream, batch_size=4, seq_len=10, max_tokens=None)(params)
-  assert result["val_tokens"] == result["val_bytes"] == 40  # ids < 256: one byte each
-  assert result["val_bpb"] == result["bpb_recurrent"]
-  # Random parameters: the three memory sources give three different models.
-  bpbs = [result[f"bpb_{s}"] for s in ("teacher_forced", "recurrent", "memory_zeroed")]
-  assert len(set(bpbs)) == 3 and all(np.isfinite(bpbs))
+  tokens = random_tokens(model, 2, 7)
+
+  @jax.jit
+  def sources(params, tokens):
+    got = {s: memories_for(model, params, tokens, s)
+           for s in ("teacher_forced", "recurrent", "memory_zeroed")}
+    targets = model.target_memories(params, tokens)
+    want = {"teacher_forced": model.decoder_hidden(params, tokens, shift_memories(targets)),
+            "recurrent": recurrent_memories(model, params, tokens),
+            "memory_zeroed": model.decoder_hidden(params, tokens, jnp.zeros_like(targets))}
+    return got, want
+  got, want = sources(params, tokens)
+  for source in want:
+    np.testing.assert_allclose(got[source], want[source], rtol=1e-6, atol=1e-6)
+  # Random parameters: the three sources give three different models.
+  assert float(jnp.max(jnp.abs(got["recurrent"] - got["teacher_forced"]))) > 1e-3
+  assert float(jnp.max(jnp.abs(got["recurrent"] - got["memory_zeroed"]))) > 1e-3
 
 
 def test_unknown_memory_source_is_named():
