@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from ml_collections import config_dict
 
+from experiments import model_kinds
 from sdm_jax.data.corpus import load_corpus
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
@@ -22,8 +23,10 @@ def to_plain(config: config_dict.ConfigDict | dict[str, Any]) -> dict[str, Any]:
 
 def lm_configs(config: config_dict.ConfigDict) -> tuple[LMConfig, TrainConfig, DataConfig]:
   """The model, training and data settings of an experiment config (ValueErrors name the
-  offending field)."""
-  return (LMConfig.from_dict(to_plain(config.model)),
+  offending field). The model config's class is the one of `config.kind` (default "lm"):
+  LMConfig or a subclass such as MaglevConfig."""
+  model_class = model_kinds.kind_named(config.get("kind", "lm")).config_class
+  return (model_class.from_dict(to_plain(config.model)),
           TrainConfig.from_dict(to_plain(config.train)),
           DataConfig.from_dict(to_plain(config.data)))
 

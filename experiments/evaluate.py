@@ -2,7 +2,9 @@
 
   python -m experiments.evaluate --workdir=workdirs/attn_tiny [--data=PATH] [--eval_tokens=N]
 
-The last stdout line is a JSON object with `val_bpb` and `tokens` (targets scored).
+The last stdout line is a JSON object with `val_bpb`, `val_tokens` (targets scored) and
+`val_bytes`; a Maglev workdir adds `bpb_teacher_forced` (P on Q's memories),
+`bpb_recurrent` (P on its own memories, = `val_bpb`) and `bpb_memory_zeroed`.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import model_kinds
 from sdm_jax.data.corpus import load_corpus
-from sdm_jax.data.batches import eval_batches
-from sdm_jax.metrics import evaluate_bpb
 from sdm_jax.training.config import DataConfig
-from sdm_jax.training.trainer import check_tokens_fit, lm_nll_fn, load_lm
+from sdm_jax.training.trainer import check_tokens_fit
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by experiments.train.",
                                required=True)
@@ -31,7 +32,8 @@ _STEP = flags.DEFINE_integer("step", None, "Checkpoint step (default: latest).")
 def main(argv):
   del argv
   common.quiet_logging()
-  model, params, saved, step = load_lm(_WORKDIR.value, _STEP.value)
+  kind = model_kinds.kind_of_workdir(_WORKDIR.value)
+  model, params, saved, step = kind.load(_WORKDIR.value, _STEP.value)
   data = DataConfig.from_dict(saved.get("data", {}))
   path = _DATA.value if _DATA.value is not None else data.path
   val_tokens = load_corpus(path, split="val", val_fraction=data.val_fraction,
@@ -39,13 +41,10 @@ def main(argv):
   check_tokens_fit(val_tokens, model.config.vocab_size, "the validation data")
   max_tokens = saved["train"]["eval_tokens"] if _EVAL_TOKENS.value is None else (
       _EVAL_TOKENS.value or None)
-  nll = lm_nll_fn(model)
-  result = evaluate_bpb(lambda inputs, targets: nll(params, inputs, targets),
-                        eval_batches(val_tokens, batch_size=saved["train"]["eval_batch_size"],
-                                     seq_len=saved["train"]["seq_len"], max_tokens=max_tokens))
+  evaluate = kind.evaluator(model, val_tokens, batch_size=saved["train"]["eval_batch_size"],
+                            seq_len=saved["train"]["seq_len"], max_tokens=max_tokens)
   print(json.dumps({"workdir": _WORKDIR.value, "step": step, "data": path or "embedded",
-                    "val_bpb": result["val_bpb"], "tokens": int(result["tokens"]),
-                    "bytes": int(result["bytes"])}))
+                    **evaluate(params)}))
 
 
 if __name__ == "__main__":

@@ -11,9 +11,8 @@ from absl import flags
 import jax.numpy as jnp
 
 from experiments import common
+from experiments import model_kinds
 from sdm_jax.data.tokenizer import BOS_ID, decode, encode
-from sdm_jax.models.generate import generate
-from sdm_jax.training.trainer import load_lm
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by experiments.train.",
                                required=True)
@@ -27,10 +26,11 @@ _SEED = flags.DEFINE_integer("seed", 0, "Sampling seed.")
 def main(argv):
   del argv
   common.quiet_logging()
-  model, params, _, _ = load_lm(_WORKDIR.value)
+  kind = model_kinds.kind_of_workdir(_WORKDIR.value)
+  model, params, _, _ = kind.load(_WORKDIR.value)
   prompt = jnp.asarray([[BOS_ID, *encode(_PROMPT.value).tolist()]], jnp.int32)
-  tokens = generate(model, params, prompt, steps=_STEPS.value, temperature=_TEMPERATURE.value,
-                    top_k=_TOP_K.value, seed=_SEED.value)
+  tokens = kind.generate(model, params, prompt, steps=_STEPS.value,
+                         temperature=_TEMPERATURE.value, top_k=_TOP_K.value, seed=_SEED.value)
   print(_PROMPT.value + decode(tokens[0]))
 
 

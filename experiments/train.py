@@ -3,6 +3,7 @@
   python -m experiments.train                       # the default config on the embedded corpus
   python -m experiments.train --config=swa_tiny --workdir=/tmp/swa --steps=200
   python -m experiments.train --config=attn_tiny --data=my_texts/ --config.train.peak_lr=1e-3
+  python -m experiments.train --config=maglev_tiny     # a Maglev model (config kind "maglev")
 
 Resumes from --workdir when it holds a checkpoint. The last stdout line is a JSON object
 with `step`, `train_loss`, `val_bpb`, `tokens_per_s` (and more).
@@ -18,11 +19,10 @@ from absl import flags
 import jax.numpy as jnp
 
 from experiments import common
+from experiments import model_kinds
 from experiments.config_flag import define_config_flag
 from sdm_jax.data.tokenizer import BOS_ID, decode
 from sdm_jax.metrics import unigram_bits_per_byte
-from sdm_jax.models.generate import generate
-from sdm_jax.training.trainer import load_lm, train_lm
 
 DEFAULT_CONFIG = "attn_tiny"
 
@@ -45,20 +45,21 @@ def main(argv):
   if _DATA.value is not None:
     config.data.path = _DATA.value
   model_config, train_config, data_config = common.lm_configs(config)
+  kind = model_kinds.kind_named(config.get("kind", "lm"))
   workdir = _WORKDIR.value or common.default_workdir(config.name)
   train_tokens, val_tokens = common.load_splits(data_config, model_config.vocab_size)
   print(f"config {config.name}: pattern {model_config.layer_kinds}, d_model "
         f"{model_config.d_model}; data: {data_config.path or 'embedded stdlib corpus'} "
         f"({train_tokens.size:,} train / {val_tokens.size:,} val tokens); workdir {workdir}")
-  summary = train_lm(model_config, train_config, train_tokens, val_tokens, workdir,
-                     extra_config={"name": config.name, "data": dataclasses.asdict(data_config)})
+  summary = kind.train(model_config, train_config, train_tokens, val_tokens, workdir,
+                       extra_config={"name": config.name, "data": dataclasses.asdict(data_config)})
   summary["unigram_bpb"] = unigram_bits_per_byte(train_tokens, val_tokens,
                                                  model_config.vocab_size)
   if _SAMPLE_TOKENS.value > 0:
-    model, params, _, _ = load_lm(workdir)
+    model, params, _, _ = kind.load(workdir)
     prompt = jnp.array([[BOS_ID] + list(b"def ")], jnp.int32)
-    sample = generate(model, params, prompt, steps=_SAMPLE_TOKENS.value, temperature=0.8,
-                      top_k=50, seed=0)
+    sample = kind.generate(model, params, prompt, steps=_SAMPLE_TOKENS.value, temperature=0.8,
+                           top_k=50, seed=0)
     print("sample:\n" + "def " + decode(sample[0]))
   print(json.dumps({"config": config.name, "workdir": workdir, **summary}))
 

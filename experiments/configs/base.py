@@ -7,6 +7,7 @@ import dataclasses
 
 from ml_collections import config_dict
 
+from maglev_jax.config import MaglevConfig
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
 
@@ -27,14 +28,45 @@ def _defaults(cls) -> dict:
   return values
 
 
-def lm_config(name: str, **model_overrides) -> config_dict.ConfigDict:
-  """A config with every LMConfig/TrainConfig/DataConfig field present (so every field can
-  be overridden from the command line) and the given model fields changed."""
-  model = {**_defaults(LMConfig), **model_overrides}
+def _experiment_config(name: str, kind: str, model_class, model_overrides: dict
+                       ) -> config_dict.ConfigDict:
+  model = {**_defaults(model_class), **model_overrides}
   return config_dict.ConfigDict({
       "name": name,
-      "kind": "lm",
+      "kind": kind,
       "model": model,
       "train": _defaults(TrainConfig),
       "data": _defaults(DataConfig),
   }, type_safe=False)
+
+
+def lm_config(name: str, **model_overrides) -> config_dict.ConfigDict:
+  """A config with every LMConfig/TrainConfig/DataConfig field present (so every field can
+  be overridden from the command line) and the given model fields changed."""
+  return _experiment_config(name, "lm", LMConfig, model_overrides)
+
+
+def maglev_config(name: str, **model_overrides) -> config_dict.ConfigDict:
+  """`lm_config` for a Maglev model: kind "maglev", model fields of MaglevConfig."""
+  return _experiment_config(name, "maglev", MaglevConfig, model_overrides)
+
+
+def maglev_baseline(name: str, maglev: config_dict.ConfigDict,
+                    pattern: str) -> config_dict.ConfigDict:
+  """An LM baseline of a Maglev config: the decoder's sizes and window, the same training
+  and data, another layer pattern ("S": SWA, "SA": SLSL)."""
+  lm_fields = {field.name for field in dataclasses.fields(LMConfig)}
+  # None values are left to lm_config's typed placeholders (settable from the command line).
+  model = {k: v for k, v in maglev.model.items() if k in lm_fields and v is not None}
+  config = lm_config(name, **{**model, "pattern": pattern})
+  for section in ("train", "data"):
+    config[section].update({k: v for k, v in maglev[section].items() if v is not None})
+  return config
+
+
+def maglev_shared_variant(name: str, maglev: config_dict.ConfigDict) -> config_dict.ConfigDict:
+  """A Maglev config with Q and P sharing their blocks and lambda = 0.1 (the paper's shared
+  setting), everything else unchanged."""
+  maglev.name = name
+  maglev.model.update(sharing="shared", memory_loss_weight=0.1)
+  return maglev

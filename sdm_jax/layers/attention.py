@@ -8,7 +8,7 @@ positions p - w + 1 .. p (itself and the w - 1 before it).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import chex
 import flax.linen as nn
@@ -19,6 +19,9 @@ from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.rotary import apply_rotary
 
 Cache = dict[str, jax.Array]
+# kv_hook(x, k, v, positions) -> (k, v): rewrites the rotated keys and values of every token
+# before attention and before they enter a cache (Maglev injects its recurrent memory so).
+KVHook = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 
 
 def attention_mask(q_positions: jax.Array, k_positions: jax.Array,
@@ -123,7 +126,8 @@ class Attention(nn.Module):
   """Multi-head attention with rotary embeddings and QK-norm, full or sliding-window.
 
   Methods share the parameters: `__call__` (parallel training pass), `prefill` (parallel
-  pass that also returns the decode cache) and `decode` (tokens appended to a cache).
+  pass that also returns the decode cache) and `decode` (tokens appended to a cache). Each
+  takes an optional `kv_hook` (see `KVHook`) applied to the keys and values after rotary.
 
   Attributes:
     model_dim: d, the width of the input and output.
@@ -155,7 +159,7 @@ class Attention(nn.Module):
       self.q_norm = RMSNorm(param_dtype=self.param_dtype)
       self.k_norm = RMSNorm(param_dtype=self.param_dtype)
 
-  def _project(self, x: jax.Array, positions: jax.Array):
+  def _project(self, x: jax.Array, positions: jax.Array, kv_hook: KVHook | None):
     batch, length, _ = x.shape
     split = lambda y: y.reshape(batch, length, self.num_heads, self.head_dim)  # noqa: E731
     q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
@@ -163,18 +167,22 @@ class Attention(nn.Module):
       q, k = self.q_norm(q), self.k_norm(k)
     q = apply_rotary(q, positions, self.rope_base)
     k = apply_rotary(k, positions, self.rope_base)
+    if kv_hook is not None:
+      k, v = kv_hook(x, k, v, positions)
     return q, k, v
 
   def _output(self, o: jax.Array) -> jax.Array:
     batch, length = o.shape[:2]
     return self.o_proj(o.reshape(batch, length, self.num_heads * self.head_dim))
 
-  def __call__(self, x: jax.Array, positions: jax.Array) -> jax.Array:
+  def __call__(self, x: jax.Array, positions: jax.Array,
+               kv_hook: KVHook | None = None) -> jax.Array:
     """x [B, T, d] at positions 0..T-1 ([B, T]) -> [B, T, d]."""
-    q, k, v = self._project(x, positions)
+    q, k, v = self._project(x, positions, kv_hook)
     return self._output(causal_attention(q, k, v, window=self.window))
 
-  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int):
+  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int,
+              kv_hook: KVHook | None = None):
     """The parallel pass over a prompt at positions 0..T-1; returns (y, cache).
 
     `cache_len` is the longest context decoding will reach: a full-attention cache holds
@@ -185,14 +193,15 @@ class Attention(nn.Module):
                        f"of {cache_len}")
     if self.window is not None:
       cache_len = min(self.window, cache_len)
-    q, k, v = self._project(x, positions)
+    q, k, v = self._project(x, positions, kv_hook)
     y = self._output(causal_attention(q, k, v, window=self.window))
     cache = init_attention_cache(x.shape[0], cache_len, self.num_heads, self.head_dim, k.dtype)
     return y, write_cache(cache, k, v, positions)
 
-  def decode(self, x: jax.Array, positions: jax.Array, cache: Cache):
+  def decode(self, x: jax.Array, positions: jax.Array, cache: Cache,
+             kv_hook: KVHook | None = None):
     """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache)."""
-    q, k, v = self._project(x, positions)
+    q, k, v = self._project(x, positions, kv_hook)
     cache = write_cache(cache, k, v, positions)
     o = masked_attention(q, cache["k"], cache["v"], positions, cache["positions"],
                          window=self.window)

@@ -22,7 +22,10 @@ Caches = list[Any]
 
 
 class Block(nn.Module):
-  """Pre-norm residual block around one mixer and one MLP."""
+  """Pre-norm residual block around one mixer and one MLP.
+
+  Extra keyword arguments of the methods go to the mixer (e.g. an attention `kv_hook`).
+  """
 
   config: LMConfig
   kind: str
@@ -40,15 +43,15 @@ class Block(nn.Module):
     h = x + mixed.astype(x.dtype)
     return h + self.mlp(self.mlp_norm(h)).astype(x.dtype)
 
-  def __call__(self, x: jax.Array, positions: jax.Array) -> jax.Array:
-    return self._finish(x, self.mixer(self.mixer_norm(x), positions))
+  def __call__(self, x: jax.Array, positions: jax.Array, **mixer_kwargs) -> jax.Array:
+    return self._finish(x, self.mixer(self.mixer_norm(x), positions, **mixer_kwargs))
 
-  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int):
-    mixed, cache = self.mixer.prefill(self.mixer_norm(x), positions, cache_len)
+  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int, **mixer_kwargs):
+    mixed, cache = self.mixer.prefill(self.mixer_norm(x), positions, cache_len, **mixer_kwargs)
     return self._finish(x, mixed), cache
 
-  def decode(self, x: jax.Array, positions: jax.Array, cache: Any):
-    mixed, cache = self.mixer.decode(self.mixer_norm(x), positions, cache)
+  def decode(self, x: jax.Array, positions: jax.Array, cache: Any, **mixer_kwargs):
+    mixed, cache = self.mixer.decode(self.mixer_norm(x), positions, cache, **mixer_kwargs)
     return self._finish(x, mixed), cache
 
 

@@ -51,12 +51,16 @@ def write_workdir_config(workdir: str, config: dict[str, Any]) -> None:
     json.dump(config, f, indent=2, sort_keys=True)
 
 
-def read_workdir_config(workdir: str) -> dict[str, Any]:
+def read_workdir_config(workdir: str, kind: str | None = None) -> dict[str, Any]:
+  """The config.json of a workdir; with `kind`, ValueError unless the run is of that kind."""
   path = os.path.join(workdir, CONFIG_FILE)
   if not os.path.exists(path):
     raise ValueError(f"--workdir {workdir!r} holds no {CONFIG_FILE}: train into it first")
   with open(path) as f:
-    return json.load(f)
+    saved = json.load(f)
+  if kind is not None and saved.get("kind") != kind:
+    raise ValueError(f"workdir {workdir} holds a {saved.get('kind')!r} run, not a {kind!r} run")
+  return saved
 
 
 def optimizer_for(config: TrainConfig):
@@ -169,14 +173,16 @@ def lm_nll_fn(model: LM) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
 
 def lm_evaluator(model: LM, val_tokens: np.ndarray, *, batch_size: int, seq_len: int,
                  max_tokens: int | None) -> Callable[[Any], dict[str, float]]:
-  """params -> {"val_bpb", "val_tokens"} on the first max_tokens validation targets."""
+  """params -> {"val_bpb", "val_tokens", "val_bytes"} on the first max_tokens validation
+  targets."""
   nll = lm_nll_fn(model)
 
   def evaluate(params) -> dict[str, float]:
     result = evaluate_bpb(lambda inputs, targets: nll(params, inputs, targets),
                           eval_batches(val_tokens, batch_size=batch_size, seq_len=seq_len,
                                        max_tokens=max_tokens))
-    return {"val_bpb": result["val_bpb"], "val_tokens": int(result["tokens"])}
+    return {"val_bpb": result["val_bpb"], "val_tokens": int(result["tokens"]),
+            "val_bytes": int(result["bytes"])}
   return evaluate
 
 
@@ -187,19 +193,28 @@ def check_tokens_fit(tokens: np.ndarray, vocab_size: int, name: str) -> None:
                      f"[0, {vocab_size}); raise model.vocab_size or fix the data")
 
 
-def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np.ndarray,
-             val_tokens: np.ndarray, workdir: str, *, extra_config: dict[str, Any] | None = None,
-             log: Callable[[str], None] = print, stop_after: int | None = None
-             ) -> dict[str, Any]:
-  """Trains an `LM` on a token stream; see `fit`. Writes config.json to the workdir."""
+def prepare_workdir(kind: str, model_config: LMConfig, train_config: TrainConfig,
+                    train_tokens: np.ndarray, val_tokens: np.ndarray, workdir: str,
+                    extra_config: dict[str, Any] | None = None) -> None:
+  """Checks the data and sequence length against the model (an LMConfig or a subclass) and
+  writes config.json: {"kind", "model", "train", **extra_config}."""
   if train_config.seq_len > model_config.max_seq_len:
     raise ValueError(f"TrainConfig.seq_len ({train_config.seq_len}) exceeds the model's "
                      f"max_seq_len ({model_config.max_seq_len})")
   check_tokens_fit(train_tokens, model_config.vocab_size, "the training data")
   check_tokens_fit(val_tokens, model_config.vocab_size, "the validation data")
-  write_workdir_config(workdir, {"kind": "lm", "model": model_config.to_dict(),
+  write_workdir_config(workdir, {"kind": kind, "model": model_config.to_dict(),
                                  "train": dataclasses.asdict(train_config),
                                  **(extra_config or {})})
+
+
+def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np.ndarray,
+             val_tokens: np.ndarray, workdir: str, *, extra_config: dict[str, Any] | None = None,
+             log: Callable[[str], None] = print, stop_after: int | None = None
+             ) -> dict[str, Any]:
+  """Trains an `LM` on a token stream; see `fit`. Writes config.json to the workdir."""
+  prepare_workdir("lm", model_config, train_config, train_tokens, val_tokens, workdir,
+                  extra_config)
   model = LM(model_config)
   sample = jnp.zeros((1, train_config.seq_len), jnp.int32)
   return fit(init_params=lambda rng: model.init(rng, sample),
@@ -216,16 +231,25 @@ def load_lm(workdir: str, step: int | None = None):
 
   Returns (model, params, workdir_config, step) for checkpoint `step` (latest by default).
   """
-  saved = read_workdir_config(workdir)
-  if saved.get("kind") != "lm":
-    raise ValueError(f"workdir {workdir} holds a {saved.get('kind')!r} run, not an 'lm' run")
+  saved = read_workdir_config(workdir, kind="lm")
   model_config = LMConfig.from_dict(saved["model"])
   train_config = TrainConfig.from_dict(saved["train"])
   model = LM(model_config)
-  optimizer = optimizer_for(train_config)
   sample = jnp.zeros((1, train_config.seq_len), jnp.int32)
+  params, step = restore_params(workdir, lambda rng: model.init(rng, sample), train_config, step)
+  return model, params, saved, step
+
+
+def restore_params(workdir: str, init_params: Callable[[jax.Array], Any],
+                   train_config: TrainConfig, step: int | None = None) -> tuple[Any, int]:
+  """The parameters of checkpoint `step` (latest by default) under a workdir, on one device.
+
+  `init_params` (rng -> parameters) and `train_config` (its optimizer) describe the saved
+  TrainState; only their shapes are used. Returns (params, step).
+  """
+  optimizer = optimizer_for(train_config)
   abstract = jax.eval_shape(
-      lambda: TrainState.create(model.init(jax.random.PRNGKey(0), sample), optimizer))
+      lambda: TrainState.create(init_params(jax.random.PRNGKey(0)), optimizer))
   sharding = replicated(make_mesh(1))
   abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
                           abstract)
@@ -234,4 +258,4 @@ def load_lm(workdir: str, step: int | None = None):
     state = checkpointer.restore(abstract, step)
   finally:
     checkpointer.close()
-  return model, state.params, saved, int(state.step)
+  return state.params, int(state.step)

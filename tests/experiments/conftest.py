@@ -1,0 +1,46 @@
+"""Running the entry points in subprocesses, quickly.
+
+Every subprocess of a test session shares one persistent compilation cache, so an entry
+point that compiles what an earlier one compiled (evaluate after train, the same toy
+model in two scripts) loads it instead; cheap XLA CPU optimisation levels cut the compile
+time of the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Callable
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
+                          "--xla_backend_optimization_level=0")
+
+
+@pytest.fixture(scope="session")
+def run_cli(tmp_path_factory) -> Callable[..., str]:
+  """run_cli(module, *flags) -> stdout of `python -m experiments.<module> <flags>`."""
+  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT,
+         "XLA_FLAGS": FAST_COMPILE_XLA_FLAGS,
+         "JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("jax_cache")),
+         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+  def run(module: str, *flags: str) -> str:
+    result = subprocess.run([sys.executable, "-m", f"experiments.{module}", *flags], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+  return run
+
+
+@pytest.fixture(scope="session")
+def toy_corpus(tmp_path_factory) -> str:
+  """A small text file: enough windows of 32 tokens for training and validation."""
+  path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+  path.write_text("".join(f"def add_{i}(x):\n  return x + {i * 7 % 100}\n\n"
+                          for i in range(400)))
+  return str(path)

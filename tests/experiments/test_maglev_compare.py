@@ -1,0 +1,49 @@
+"""The Maglev comparison (library and CLI) at toy sizes on CPU: training, BPBs and prefill
+timing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.maglev_comparison import build_configs
+
+# The toy model of test_maglev_cli.py: its compiled training and evaluation are cached.
+TOY_MODEL = dict(d_model=32, num_layers=1, prefiller_pattern="A", num_heads=2, window=8,
+                 max_seq_len=32)
+TOY_TRAIN = dict(seq_len=32, batch_size=4, warmup_steps=1, log_every=1, eval_batch_size=4,
+                 eval_tokens=64)
+
+
+def test_compare_trains_at_equal_tokens_and_times_both_prefills(run_cli, toy_corpus, tmp_path):
+  stdout = run_cli("maglev_compare", "--size=tiny", "--models=maglev", "--steps=2",
+                   f"--workdir_root={tmp_path}", f"--data={toy_corpus}",
+                   f"--model_overrides={json.dumps(TOY_MODEL)}",
+                   f"--train_overrides={json.dumps(TOY_TRAIN)}", "--prefill_batch=2",
+                   "--prefill_len=12", "--repeats=1")
+  summary = json.loads(stdout.strip().splitlines()[-1])
+  assert summary["tokens_per_model"] == 2 * 4 * 32
+  maglev = summary["models"]["maglev_tiny"]
+  assert maglev["step"] == 2 and summary["unigram_bpb"] > 0
+  assert maglev["val_bpb"] == maglev["bpb_recurrent"] and "bpb_teacher_forced" in maglev
+  assert maglev["parameters"]["inference"] < maglev["parameters"]["total"]
+  prefill = summary["prefill"]["maglev_tiny"]
+  assert prefill["tokens"] == 12 and 1 <= prefill["fixed_point_iterations"] <= 12
+  assert prefill["fixed_point_max_error_vs_recurrent"] < 1e-3
+  assert 1 <= prefill["iterations_to_recurrent_within_tol"] <= 12
+  assert prefill["recurrent_ms"] > 0 and prefill["fixed_point_ms"] > 0
+  assert "prefill maglev_tiny" in stdout
+
+
+def test_overrides_reach_every_config_and_unknown_models_are_refused():
+  with pytest.raises(ValueError, match="subset of"):
+    build_configs("tiny", ["maglev", "gdn"], steps=None, data_path=None, model_overrides={},
+                  train_overrides={})
+  runs = build_configs("tiny", ["swa", "slsl", "maglev", "maglev_shared"], steps=5,
+                       data_path="corpus.txt", model_overrides={"window": 16},
+                       train_overrides={"seq_len": 64})
+  assert len(runs) == 4
+  for _, model, train, data in runs.values():
+    assert (train.steps, train.seq_len, model.window, data.path) == (5, 64, 16, "corpus.txt")
+    assert train.warmup_steps < train.steps
