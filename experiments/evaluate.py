@@ -2,8 +2,8 @@
 
   python -m experiments.evaluate --workdir=workdirs/attn_tiny [--data=PATH] [--eval_tokens=N]
 
-The last stdout line is a JSON object with `val_bpb`, `val_tokens` (targets scored) and
-`val_bytes`; a Maglev workdir adds `bpb_teacher_forced` (P on Q's memories),
+The last stdout line is a JSON object with `val_bpb`, `tokens` (targets scored) and
+`bytes` (their UTF-8 bytes); a Maglev workdir adds `bpb_teacher_forced` (P on Q's memories),
 `bpb_recurrent` (P on its own memories, = `val_bpb`) and `bpb_memory_zeroed`.
 """
 
@@ -43,8 +43,10 @@ def main(argv):
       _EVAL_TOKENS.value or None)
   evaluate = kind.evaluator(model, val_tokens, batch_size=saved["train"]["eval_batch_size"],
                             seq_len=saved["train"]["seq_len"], max_tokens=max_tokens)
+  result = evaluate(params)
   print(json.dumps({"workdir": _WORKDIR.value, "step": step, "data": path or "embedded",
-                    **evaluate(params)}))
+                    "tokens": result.pop("val_tokens"), "bytes": result.pop("val_bytes"),
+                    **result}))
 
 
 if __name__ == "__main__":

@@ -21,17 +21,27 @@ FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
 
 
 @pytest.fixture(scope="session")
-def run_cli(tmp_path_factory) -> Callable[..., str]:
-  """run_cli(module, *flags) -> stdout of `python -m experiments.<module> <flags>`."""
+def run_cli_process(tmp_path_factory) -> Callable[..., subprocess.CompletedProcess]:
+  """run_cli_process(module, *flags) -> the finished `python -m experiments.<module>`
+  (return code, stdout and stderr), whether it succeeded or not."""
   env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT,
          "XLA_FLAGS": FAST_COMPILE_XLA_FLAGS,
          "JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("jax_cache")),
          "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 
+  def run(module: str, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", f"experiments.{module}", *flags], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+  return run
+
+
+@pytest.fixture(scope="session")
+def run_cli(run_cli_process) -> Callable[..., str]:
+  """run_cli(module, *flags) -> stdout of `python -m experiments.<module> <flags>`, which
+  must succeed."""
   def run(module: str, *flags: str) -> str:
-    result = subprocess.run([sys.executable, "-m", f"experiments.{module}", *flags], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = run_cli_process(module, *flags)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
   return run

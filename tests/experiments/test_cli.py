@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = ["--config.model.d_model=32", "--config.model.num_heads=2", "--config.model.num_layers=2",
         "--config.model.pattern=SA", "--config.model.window=16", "--config.model.max_seq_len=64",
         "--config.train.seq_len=64", "--config.train.batch_size=4", "--config.train.log_every=1",
@@ -17,54 +14,44 @@ TINY = ["--config.model.d_model=32", "--config.model.num_heads=2", "--config.mod
         "--config.data.max_train_bytes=200000"]
 
 
-def run(module, *args, check=True):
-  env = {**os.environ, "PYTHONPATH": ROOT, "JAX_PLATFORMS": "cpu"}
-  out = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=600)
-  if check:
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-  return out
+def last_json(stdout):
+  return json.loads(stdout.strip().splitlines()[-1])
 
 
-def last_json(out):
-  return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def test_train_evaluate_generate_round_trip(tmp_path):
+def test_train_evaluate_generate_round_trip(run_cli, tmp_path):
   workdir = str(tmp_path / "run")
-  trained = last_json(run("experiments.train", "--config=swa_tiny", f"--workdir={workdir}",
+  trained = last_json(run_cli("train", "--config=swa_tiny", f"--workdir={workdir}",
                           "--steps=3", "--sample_tokens=8", *TINY))
   assert trained["step"] == 3
   for key in ("train_loss", "val_bpb", "tokens_per_s"):
     assert trained[key] > 0
   assert os.path.exists(os.path.join(workdir, "metrics.jsonl"))
   # A second call resumes: nothing left to train, same step.
-  resumed = last_json(run("experiments.train", "--config=swa_tiny", f"--workdir={workdir}",
+  resumed = last_json(run_cli("train", "--config=swa_tiny", f"--workdir={workdir}",
                           "--steps=3", "--sample_tokens=0", *TINY))
   assert resumed["step"] == 3
-  evaluated = last_json(run("experiments.evaluate", f"--workdir={workdir}"))
+  evaluated = last_json(run_cli("evaluate", f"--workdir={workdir}"))
   assert evaluated["val_bpb"] == pytest.approx(trained["val_bpb"], rel=1e-5)
   assert evaluated["tokens"] == 256
-  generated = run("experiments.generate", f"--workdir={workdir}", "--prompt=def ",
-                  "--steps=12", "--top_k=5")
-  assert generated.stdout.startswith("def ")
+  generated = run_cli("generate", f"--workdir={workdir}", "--prompt=def ", "--steps=12",
+                      "--top_k=5")
+  assert generated.startswith("def ")
 
 
-def test_describe_prints_counts():
-  result = last_json(run("experiments.describe", "--config=attn_tiny", "--context_len=1024"))
+def test_describe_prints_counts(run_cli):
+  result = last_json(run_cli("describe", "--config=attn_tiny", "--context_len=1024"))
   assert result["parameters"]["total"] > 0
   assert result["decode_state_bytes_per_sequence"]["total"] > 0
   assert result["flops_per_token"]["total"] > 0
 
 
-def test_unknown_config_lists_the_known_ones():
-  out = run("experiments.train", "--config=nope", check=False)
+def test_unknown_config_lists_the_known_ones(run_cli_process):
+  out = run_cli_process("train", "--config=nope")
   assert out.returncode != 0
   assert "known configs: attn_tiny" in out.stderr
 
 
-def test_missing_data_path_is_an_error(tmp_path):
-  out = run("experiments.train", f"--workdir={tmp_path}", f"--data={tmp_path}/missing.txt",
-            check=False)
+def test_missing_data_path_is_an_error(run_cli_process, tmp_path):
+  out = run_cli_process("train", f"--workdir={tmp_path}", f"--data={tmp_path}/missing.txt")
   assert out.returncode != 0
   assert "missing.txt" in out.stderr

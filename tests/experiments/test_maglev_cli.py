@@ -38,7 +38,7 @@ def workdir(run_cli, toy_corpus, tmp_path_factory):
 
 def test_evaluate_reports_teacher_forced_and_recurrent_bpb(run_cli, workdir):
   result = last_json(run_cli("evaluate", f"--workdir={workdir}"))
-  assert result["step"] == 2 and result["val_tokens"] == 64
+  assert result["step"] == 2 and result["tokens"] == 64
   bpbs = [result[f"bpb_{s}"] for s in ("teacher_forced", "recurrent", "memory_zeroed")]
   assert all(0 < bpb < 20 for bpb in bpbs) and len(set(bpbs)) == 3, result
   assert result["val_bpb"] == result["bpb_recurrent"]
