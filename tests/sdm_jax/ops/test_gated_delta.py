@@ -50,20 +50,25 @@ def reference(inputs):
   return ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="reference")
 
 
+def run_impl(impl, q, k, v, g, beta, state, chunk_size):
+  """The public op for "auto"/"chunked"/"reference"; the chunked path with that state pass
+  for "scan"/"associative" (so both passes are tested whatever the platform picks)."""
+  if impl in gated_delta.STATE_PASSES:
+    return gated_delta.gated_delta_rule_chunked(q, k, v, g, beta, initial_state=state,
+                                                chunk_size=chunk_size, state_pass=impl)
+  return ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=chunk_size,
+                              impl=impl)
+
+
 @pytest.mark.parametrize("chunk_size,impl", [
-    (1, "chunked"), (5, "chunked"), (CHUNK, "auto"), (CHUNK, "associative"), (64, "chunked"),
+    (1, "chunked"), (5, "scan"), (CHUNK, "auto"), (CHUNK, "associative"), (64, "chunked"),
 ])
 def test_chunked_matches_reference(inputs, reference, chunk_size, impl):
   """37 tokens: not a multiple of 5 or 8 (padding must not move the final state); C = 64
   is longer than the sequence. "associative" is the chunked path's parallel state pass."""
   (q, k, v, g, beta), state = inputs
   o_ref, s_ref = reference
-  if impl == "associative":
-    o, s = gated_delta.gated_delta_rule_chunked(q, k, v, g, beta, initial_state=state,
-                                                chunk_size=chunk_size, state_pass="associative")
-  else:
-    o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=chunk_size,
-                                impl=impl)
+  o, s = run_impl(impl, q, k, v, g, beta, state, chunk_size)
   assert o.shape == v.shape and o.dtype == v.dtype
   assert s.shape == state.shape and s.dtype == jnp.float32
   assert relative_error(o, o_ref) < 1e-5
@@ -131,12 +136,7 @@ def test_chained_steps_equal_full_pass(inputs, impl):
 
 
 def weighted_loss(q, k, v, g, beta, state, cotangent, impl):
-  if impl == "associative":
-    o, s = gated_delta.gated_delta_rule_chunked(q, k, v, g, beta, initial_state=state,
-                                                chunk_size=CHUNK, state_pass="associative")
-  else:
-    o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=CHUNK,
-                                impl=impl)
+  o, s = run_impl(impl, q, k, v, g, beta, state, CHUNK)
   return (o * cotangent).sum() + s.sum()
 
 
@@ -149,7 +149,7 @@ def test_chunked_gradients_match_reference_float32(inputs):
   cotangent = jnp.asarray(np.random.default_rng(1).normal(size=v.shape), jnp.float32)
   args = (q, k, v, g, beta, state, cotangent)
   grads_ref = loss_gradients(*args, impl="reference")
-  for impl in ("chunked", "associative"):
+  for impl in ("scan", "associative"):
     grads = loss_gradients(*args, impl=impl)
     for name, gr, gc in zip(("q", "k", "v", "g", "beta", "initial_state"), grads_ref, grads):
       assert relative_error(gc, gr) < 1e-5, (impl, name)
