@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from sdm_jax.ops import gated_delta_rule
 from sdm_jax.ops import sparse_delta_rule
 from sdm_jax.ops import sparse_delta_step
 from sdm_jax.ops.sparse_delta import chunk
@@ -160,6 +161,12 @@ def test_shared_form_with_every_slot_written_is_the_dense_gated_delta_rule():
           f32(g), jnp.asarray(read_idx, jnp.int32), f32(read_w))
   for impl in ("reference", "chunked"):
     _assert_close(sparse_delta_rule(*args, impl=impl, chunk_size=8), want, 1e-5)
+  # The cross-check between the two ops: SDM with dense keys is Gated DeltaNet with K = N
+  # (scale 1: SDM's read weights are not scaled).
+  for impl in ("reference", "chunked"):
+    gdn = gated_delta_rule(f32(q), f32(k), f32(v), f32(g), f32(beta), scale=1.0,
+                           initial_state=f32(memory), chunk_size=8, impl=impl)
+    _assert_close(gdn, want, 1e-5)
 
 
 @pytest.mark.parametrize("error", ERRORS)
