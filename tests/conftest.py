@@ -25,6 +25,7 @@ if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
 jax.config.update("jax_default_matmul_precision", "highest")
+
 # Tests compile the same small programs again and again (each training run, each resume):
 # a persistent cache for this test session turns the repeats into loads.
 _CACHE_DIR = os.path.join(tempfile.gettempdir(), f"sdm_jax_test_cache_{os.getuid()}")

@@ -15,6 +15,8 @@ from typing import Callable
 
 import pytest
 
+from tests.subprocess_env import subprocess_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
                           "--xla_backend_optimization_level=0")
@@ -24,7 +26,7 @@ FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
 def run_cli_process(tmp_path_factory) -> Callable[..., subprocess.CompletedProcess]:
   """run_cli_process(module, *flags) -> the finished `python -m experiments.<module>`
   (return code, stdout and stderr), whether it succeeded or not."""
-  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT,
+  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": subprocess_pythonpath(),
          "XLA_FLAGS": FAST_COMPILE_XLA_FLAGS,
          "JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("jax_cache")),
          "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",

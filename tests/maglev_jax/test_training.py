@@ -13,6 +13,7 @@ import numpy as np
 
 from maglev_jax.model import shift_memories
 from maglev_jax.training import maglev_loss_fn, memory_distance
+from tests.subprocess_env import subprocess_pythonpath
 from tests.maglev_jax.helpers import random_params, random_tokens, tiny_model
 
 # One decoder layer and one full-attention prefiller layer: enough for every path here.
@@ -107,7 +108,7 @@ _SHARDED_STEP = textwrap.dedent("""
 
 def test_train_step_on_four_host_devices_equals_one_device():
   # Four CPU devices, and cheap XLA optimisation (the compile dominates this test).
-  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT,
+  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": subprocess_pythonpath(),
          "XLA_FLAGS": "--xla_force_host_platform_device_count=4 "
                       "--xla_llvm_disable_expensive_passes=true --xla_backend_optimization_level=0"}
   result = subprocess.run([sys.executable, "-c", _SHARDED_STEP], cwd=ROOT, env=env,

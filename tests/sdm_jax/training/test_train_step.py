@@ -10,13 +10,15 @@ import sys
 import numpy as np
 import pytest
 
+from tests.subprocess_env import subprocess_pythonpath
+
 from sdm_jax.training.train_step import make_mesh, shard_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 
 
 def test_four_device_step_equals_one_device_step():
-  env = {**os.environ, "PYTHONPATH": ROOT, "JAX_PLATFORMS": "cpu"}
+  env = {**os.environ, "PYTHONPATH": subprocess_pythonpath(), "JAX_PLATFORMS": "cpu"}
   out = subprocess.run([sys.executable, "-m", "tests.sdm_jax.training.sharded_step_main"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert out.returncode == 0, out.stderr[-3000:]
