@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from sdm_jax.layers.gates import DeltaGates
+from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.ops.product_key import product_key_topk
 from sdm_jax.ops.sparse_delta import sparse_delta_rule, sparse_delta_step
 
@@ -46,7 +47,7 @@ def addressing(scores: jax.Array, count: int) -> tuple[jax.Array, jax.Array]:
   return idx, jax.nn.softmax(logits, axis=-1)
 
 
-class SparseDeltaMemory(nn.Module):
+class SparseDeltaMemory(RecurrentMixer):
   """Sparse Delta Memory mixer; methods `__call__`, `prefill`, `decode` as every mixer.
 
   Attributes:
@@ -116,21 +117,12 @@ class SparseDeltaMemory(nn.Module):
     return self.out_proj(normed * jax.nn.sigmoid(self.gate_proj(x)))
 
   def _run(self, x: jax.Array):
+    """The parallel pass; the cache is the final table {"memory": [B, H, N, Dv]}."""
     inputs = self._inputs(x)
     memory = self.initial_memory.astype(jnp.float32)  # [H, N, Dv], broadcast over B
     readings, final_memory = sparse_delta_rule(memory, *inputs, chunk_size=self.chunk_size,
                                                error=self.error, impl=self.impl)
     return self._output(x, readings), {"memory": final_memory}
-
-  def __call__(self, x: jax.Array, positions: jax.Array) -> jax.Array:
-    """x [B, T, d] -> [B, T, d] (positions unused: the recurrence orders the tokens)."""
-    del positions
-    return self._run(x)[0]
-
-  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int):
-    """Parallel pass over a prompt; the cache is the final table {"memory": [B, H, N, Dv]}."""
-    del positions, cache_len  # constant-size state
-    return self._run(x)
 
   def decode(self, x: jax.Array, positions: jax.Array, cache: Cache):
     """One token per sequence (x [B, 1, d]) -> (y [B, 1, d], cache)."""
