@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from experiments import common
 from experiments.configs import get_config
@@ -34,6 +35,7 @@ def test_sdm_tiny_matches_gdn_tiny():
   assert {name: getattr(sdm, name) for name in fields} == fields  # the helper's match
 
 
+@pytest.mark.slow  # an end-to-end run: about 30 s of CPU compilation, mostly the backward
 def test_sdm_tiny_trains_a_few_steps(tmp_path):
   config = get_config("sdm_tiny")
   # Narrower and shorter than the real run (CPU compile time), the same layer pattern.
