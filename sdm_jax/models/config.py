@@ -17,7 +17,8 @@ class LMConfig:
     d_model: residual width d.
     num_layers: depth; `pattern` is tiled to it (num_layers % len(pattern) == 0).
     pattern: one letter per layer: A full attention, S sliding-window attention,
-      G Gated DeltaNet, M Sparse Delta Memory (letters registered in `sdm_jax.models.mixers.MIXERS`).
+      G Gated DeltaNet, M Sparse Delta Memory (letters registered in
+      `sdm_jax.models.mixers.MIXERS`).
     num_heads: attention heads.
     head_dim: per-head dim; defaults to d_model // num_heads.
     window: keys per query of `S` layers.
@@ -124,9 +125,11 @@ class LMConfig:
 
   def _check_sdm(self):
     # Imported here for the same reason as the mixer registry above.
-    from sdm_jax.layers.sparse_delta_memory import sub_keys_per_head  # pylint: disable=g-import-not-at-top
-    from sdm_jax.ops.sparse_delta import IMPLS  # pylint: disable=g-import-not-at-top
-    from sdm_jax.ops.sparse_delta.checks import ERROR_FORMS  # pylint: disable=g-import-not-at-top
+    # pylint: disable=g-import-not-at-top
+    from sdm_jax.layers.sparse_delta_memory import sub_keys_per_head
+    from sdm_jax.ops.sparse_delta import IMPLS
+    from sdm_jax.ops.sparse_delta.checks import ERROR_FORMS
+    # pylint: enable=g-import-not-at-top
     for name in ("sdm_heads", "sdm_chunk_size"):
       if getattr(self, name) < 1:
         raise ValueError(f"LMConfig.{name} must be >= 1, got {getattr(self, name)}")
