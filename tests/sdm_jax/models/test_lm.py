@@ -31,9 +31,10 @@ def test_cached_decode_equals_parallel_forward(pattern):
   config = LMConfig(**TINY, pattern=pattern, num_layers=max(2, len(pattern)),
                     window=4, gdn_chunk_size=8, **SMALL_SDM)
   model, params, tokens = init(config, length=19)
-  full = model.apply(params, tokens)
+  full = jax.jit(model.apply)(params, tokens)  # jitted: eager dispatch compiles op by op
   prompt_len = 3
-  logits, caches = model.apply(params, tokens[:, :prompt_len], 32, method=LM.prefill)
+  logits, caches = jax.jit(lambda p, t: model.apply(p, t, 32, method=LM.prefill))(
+      params, tokens[:, :prompt_len])
   np.testing.assert_allclose(logits, full[:, :prompt_len], rtol=1e-5, atol=1e-5)
   decode = jax.jit(lambda p, tok, pos, c: model.apply(p, tok, pos, c, method=LM.decode))
   steps = []
