@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from sdm_jax.layers.gates import DeltaGates
+from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.short_conv import ShortConv
 from sdm_jax.ops.gated_delta import gated_delta_rule, gated_delta_step
@@ -32,7 +33,7 @@ def l2_normalize(x: jax.Array, eps: float = 1e-6) -> jax.Array:
   return (x32 * jax.lax.rsqrt(jnp.sum(jnp.square(x32), -1, keepdims=True) + eps)).astype(x.dtype)
 
 
-class GatedDeltaNet(nn.Module):
+class GatedDeltaNet(RecurrentMixer):
   """Gated DeltaNet mixer; methods `__call__`, `prefill`, `decode` as every mixer.
 
   Attributes:
@@ -96,19 +97,10 @@ class GatedDeltaNet(nn.Module):
     return self.o_proj(o.reshape(batch, length, self.num_heads * self.value_dim))
 
   def _run(self, x: jax.Array):
+    """The parallel pass; the cache holds the final state and the conv tails."""
     q, k, v, g, beta, tails = self._inputs(x, None)
     o, state = gated_delta_rule(q, k, v, g, beta, chunk_size=self.chunk_size, impl=self.impl)
     return self._output(x, o), {"state": state, **tails}
-
-  def __call__(self, x: jax.Array, positions: jax.Array) -> jax.Array:
-    """x [B, T, d] -> [B, T, d] (positions unused: the recurrence orders the tokens)."""
-    del positions
-    return self._run(x)[0]
-
-  def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int):
-    """Parallel pass over a prompt; the cache holds the final state and conv tails."""
-    del positions, cache_len  # constant-size state
-    return self._run(x)
 
   def decode(self, x: jax.Array, positions: jax.Array, cache: Cache):
     """One token per sequence (x [B, 1, d]) -> (y, cache)."""

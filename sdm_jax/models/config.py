@@ -16,8 +16,9 @@ class LMConfig:
     vocab_size: number of token ids.
     d_model: residual width d.
     num_layers: depth; `pattern` is tiled to it (num_layers % len(pattern) == 0).
-    pattern: one letter per layer: A full attention, S sliding-window attention
-      (letters registered in `sdm_jax.models.mixers.MIXERS`).
+    pattern: one letter per layer: A full attention, S sliding-window attention,
+      G Gated DeltaNet, M Sparse Delta Memory (letters registered in
+      `sdm_jax.models.mixers.MIXERS`).
     num_heads: attention heads.
     head_dim: per-head dim; defaults to d_model // num_heads.
     window: keys per query of `S` layers.
@@ -34,6 +35,12 @@ class LMConfig:
     gdn_expand_v: value dim per `G` head = gdn_expand_v * K.
     conv_kernel: taps of the short convolutions of `G` layers.
     gdn_chunk_size, gdn_impl: passed to `sdm_jax.ops.gated_delta_rule`.
+    sdm_heads: heads H of `M` (Sparse Delta Memory) layers; value dim Dv = d_model / H.
+    sdm_slots: memory slots N per `M` head, a perfect square (S = sqrt(N) sub-keys).
+    sdm_writes, sdm_reads: slots W written and R read per token and head.
+    sdm_error: "shared" (the trained form) or "per_slot" (the paper's Eq. 4).
+    sdm_learn_m0: learn the initial table M0 [H, N, Dv]; False starts from zeros.
+    sdm_chunk_size, sdm_impl: passed to `sdm_jax.ops.sparse_delta_rule`.
   """
 
   vocab_size: int = 259
@@ -57,6 +64,14 @@ class LMConfig:
   conv_kernel: int = 4
   gdn_chunk_size: int = 64
   gdn_impl: str = "auto"
+  sdm_heads: int = 1
+  sdm_slots: int = 1024
+  sdm_writes: int = 32
+  sdm_reads: int = 32
+  sdm_error: str = "shared"
+  sdm_learn_m0: bool = True
+  sdm_chunk_size: int = 64
+  sdm_impl: str = "auto"
 
   def __post_init__(self):
     # Imported here: the mixer registry imports layer modules that may need the config.
@@ -104,6 +119,37 @@ class LMConfig:
           self.gdn_expand_v * self.resolved_gdn_head_dim) or self.gdn_expand_v <= 0:
         raise ValueError(f"LMConfig.gdn_expand_v ({self.gdn_expand_v}) times the head dim "
                          f"({self.resolved_gdn_head_dim}) must be a positive integer")
+
+    if "M" in self.pattern:
+      self._check_sdm()
+
+  def _check_sdm(self):
+    # Imported here for the same reason as the mixer registry above.
+    # pylint: disable=g-import-not-at-top
+    from sdm_jax.layers.sparse_delta_memory import sub_keys_per_head
+    from sdm_jax.ops.sparse_delta import IMPLS
+    from sdm_jax.ops.sparse_delta.checks import ERROR_FORMS
+    # pylint: enable=g-import-not-at-top
+    for name in ("sdm_heads", "sdm_chunk_size"):
+      if getattr(self, name) < 1:
+        raise ValueError(f"LMConfig.{name} must be >= 1, got {getattr(self, name)}")
+    if self.d_model % self.sdm_heads:
+      raise ValueError(f"LMConfig.d_model ({self.d_model}) must be divisible by sdm_heads "
+                       f"({self.sdm_heads})")
+    try:
+      sub_keys_per_head(self.sdm_slots)
+    except ValueError:
+      raise ValueError(f"LMConfig.sdm_slots must be a perfect square (N = S * S slots per "
+                       f"head, e.g. 1024 or 4096), got {self.sdm_slots}") from None
+    for name in ("sdm_writes", "sdm_reads"):
+      if not 1 <= getattr(self, name) <= self.sdm_slots:
+        raise ValueError(f"LMConfig.{name} must be in [1, sdm_slots] = [1, {self.sdm_slots}], "
+                         f"got {getattr(self, name)}")
+    if self.sdm_error not in ERROR_FORMS:
+      raise ValueError(f"LMConfig.sdm_error must be one of {ERROR_FORMS}, got {self.sdm_error!r}")
+    if self.sdm_impl not in IMPLS or self.sdm_impl == "pallas":
+      allowed = tuple(i for i in IMPLS if i != "pallas")
+      raise ValueError(f"LMConfig.sdm_impl must be one of {allowed}, got {self.sdm_impl!r}")
 
   @property
   def resolved_gdn_heads(self) -> int:

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sdm_jax.layers.sparse_delta_memory import INITIAL_MEMORY_NAME
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM
 from sdm_jax.models.mixers import MIXERS
@@ -23,14 +24,22 @@ def parameter_shapes(config: LMConfig) -> Any:
 
 
 def parameter_counts(config: LMConfig) -> dict[str, int]:
-  """{"total", "embedding", "head", "mlp", "norms", "mixer_<letter>"...} parameter counts."""
-  counts: dict[str, int] = collections.Counter()
+  """Parameter counts by kind.
+
+  {"total", "non_memory", "memory_m0", "embedding", "head", "mlp", "norms",
+  "mixer_<letter>"...}: "memory_m0" is the SDM initial tables M0 (memory content, not
+  counted in "mixer_M"); "non_memory" = total - memory_m0, the figure isoFLOP comparisons
+  match. The parts other than "total" and "non_memory" sum to "total".
+  """
+  counts: dict[str, int] = collections.Counter(total=0, memory_m0=0)
   kinds = config.layer_kinds
   for path, leaf in jax.tree_util.tree_flatten_with_path(parameter_shapes(config))[0]:
     names = [getattr(p, "key", str(p)) for p in path][1:]  # drop the "params" collection
     size = int(np.prod(leaf.shape))
     counts["total"] += size
-    if names[0].startswith("block_"):
+    if names[-1] == INITIAL_MEMORY_NAME:
+      counts["memory_m0"] += size
+    elif names[0].startswith("block_"):
       part = names[1]
       if part == "mixer":
         counts[f"mixer_{kinds[int(names[0].split('_')[1])]}"] += size
@@ -44,6 +53,7 @@ def parameter_counts(config: LMConfig) -> dict[str, int]:
       counts["head"] += size
     else:
       counts["norms"] += size
+  counts["non_memory"] = counts["total"] - counts["memory_m0"]
   return dict(counts)
 
 
@@ -68,13 +78,16 @@ def decode_state_bytes(config: LMConfig, context_len: int) -> dict[str, int]:
 
 def flops_per_token(config: LMConfig, context_len: int) -> dict[str, float]:
   """Forward FLOPs per token (2 per multiply-add), averaged over a context of context_len:
-  {"total", "mixers", "mlp", "head"}; training costs about three times the forward."""
-  mixers = sum(MIXERS[k].flops_per_token(config, context_len) for k in config.layer_kinds)
+  {"total", "mixers", "mlp", "head", "mixer_<letter>" (one layer of that kind)...};
+  training costs about three times the forward."""
+  per_kind = {f"mixer_{k}": float(MIXERS[k].flops_per_token(config, context_len))
+              for k in sorted(set(config.layer_kinds))}
+  mixers = sum(per_kind[f"mixer_{k}"] for k in config.layer_kinds)
   matrices = 3 if config.mlp_activation == "swiglu" else 2
   mlp = config.num_layers * 2 * matrices * config.d_model * config.mlp_hidden_dim
   head = 2 * config.d_model * config.vocab_size
   return {"total": float(mixers + mlp + head), "mixers": float(mixers), "mlp": float(mlp),
-          "head": float(head)}
+          "head": float(head), **per_kind}
 
 
 def describe(config: LMConfig, context_len: int | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from sdm_jax.layers.attention import Attention
 from sdm_jax.layers.gated_deltanet import GatedDeltaNet
+from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory, sub_keys_per_head
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +86,28 @@ def _gdn_flops(config, context_len: int) -> float:
   return projections + convs + recurrence
 
 
+def _build_sdm(config, name: str) -> nn.Module:
+  return SparseDeltaMemory(
+      model_dim=config.d_model, num_heads=config.sdm_heads, num_slots=config.sdm_slots,
+      num_writes=config.sdm_writes, num_reads=config.sdm_reads, error=config.sdm_error,
+      learn_m0=config.sdm_learn_m0, chunk_size=config.sdm_chunk_size, impl=config.sdm_impl,
+      dtype=_dtype(config.compute_dtype), param_dtype=_dtype(config.param_dtype), name=name)
+
+
+def _sdm_flops(config, context_len: int) -> float:
+  """Projections (write and read scores, v, gate, a, b, out), the product-key pair sums, and
+  the memory op per token, counted as GDN's recurrence: the retrieval k^T M[I], the W-row
+  update and the read q^T M[J], 2 W Dv + 2 W Dv + 2 R Dv per head; independent of N."""
+  del context_len  # constant per token
+  d, heads = config.d_model, config.sdm_heads
+  sub_keys = sub_keys_per_head(config.sdm_slots)
+  score_width = heads * 2 * sub_keys
+  projections = 2 * d * (2 * score_width + 2 * d + 2 * heads) + 2 * d * d
+  pair_sums = heads * sum(min(k, sub_keys) ** 2 for k in (config.sdm_writes, config.sdm_reads))
+  memory_op = 2 * heads * (2 * config.sdm_writes + config.sdm_reads) * (d // heads)
+  return projections + pair_sums + memory_op
+
+
 _FULL = lambda config: None  # noqa: E731
 _WINDOW = lambda config: config.window  # noqa: E731
 
@@ -92,4 +115,5 @@ MIXERS: dict[str, MixerSpec] = {
     "A": MixerSpec("full causal attention", _attention(_FULL), _attention_flops(_FULL)),
     "S": MixerSpec("sliding-window attention", _attention(_WINDOW), _attention_flops(_WINDOW)),
     "G": MixerSpec("Gated DeltaNet", _build_gdn, _gdn_flops),
+    "M": MixerSpec("Sparse Delta Memory", _build_sdm, _sdm_flops),
 }

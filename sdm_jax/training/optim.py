@@ -6,8 +6,9 @@ import jax
 import optax
 
 # Parameters that are never decayed, by leaf name: gains, biases and the recurrent gates'
-# time-constant parameters (decaying them would pull the gates toward a fixed value).
-NO_DECAY_NAMES = ("scale", "bias", "A_log", "dt_bias")
+# time-constant parameters (decaying them would pull the gates toward a fixed value), and
+# the SDM initial table M0 (memory content, not a weight: DESIGN.md 3.3).
+NO_DECAY_NAMES = ("scale", "bias", "A_log", "dt_bias", "M0")
 
 
 def learning_rate_schedule(peak_lr: float, warmup_steps: int, total_steps: int,

@@ -21,15 +21,20 @@ def init(config, length=8, seed=0):
   return model, model.init(jax.random.PRNGKey(seed + 1), tokens), tokens
 
 
-@pytest.mark.parametrize("pattern", ["A", "S", "SAG"])
+# The reference path compiles fast; the chunked one is checked against decoding in the layer test.
+SMALL_SDM = dict(sdm_slots=64, sdm_writes=4, sdm_reads=4, sdm_chunk_size=8, sdm_impl="reference")
+
+
+@pytest.mark.parametrize("pattern", ["A", "S", "SAG", "SM"])
 def test_cached_decode_equals_parallel_forward(pattern):
   # window 4 with 19 tokens: the S ring buffer wraps around several times.
   config = LMConfig(**TINY, pattern=pattern, num_layers=max(2, len(pattern)),
-                    window=4, gdn_chunk_size=8)
+                    window=4, gdn_chunk_size=8, **SMALL_SDM)
   model, params, tokens = init(config, length=19)
-  full = model.apply(params, tokens)
+  full = jax.jit(model.apply)(params, tokens)  # jitted: eager dispatch compiles op by op
   prompt_len = 3
-  logits, caches = model.apply(params, tokens[:, :prompt_len], 32, method=LM.prefill)
+  logits, caches = jax.jit(lambda p, t: model.apply(p, t, 32, method=LM.prefill))(
+      params, tokens[:, :prompt_len])
   np.testing.assert_allclose(logits, full[:, :prompt_len], rtol=1e-5, atol=1e-5)
   decode = jax.jit(lambda p, tok, pos, c: model.apply(p, tok, pos, c, method=LM.decode))
   steps = []
@@ -82,6 +87,11 @@ def test_bf16_compute_keeps_float32_params_and_logits():
     (dict(pattern="A", compute_dtype="float16"), "compute_dtype"),
     (dict(pattern="A", d_model=30, num_heads=4), "divisible"),
     (dict(pattern=""), "pattern"),
+    (dict(pattern="M", sdm_slots=1000), "sdm_slots must be a perfect square"),
+    (dict(pattern="M", sdm_slots=16, sdm_writes=17), "sdm_writes"),
+    (dict(pattern="M", sdm_error="local"), "sdm_error"),
+    (dict(pattern="M", sdm_impl="pallas"), "sdm_impl"),
+    (dict(pattern="M", sdm_heads=3), "sdm_heads"),
 ])
 def test_invalid_configs_name_the_field(fields, message):
   values = {**TINY, "num_layers": 2, **fields}
@@ -96,10 +106,24 @@ def test_pattern_is_tiled_to_depth():
 def test_describe_counts_and_state_sizes():
   config = LMConfig(**TINY, pattern="SA", num_layers=2, window=8)
   counts = parameter_counts(config)
-  assert counts["total"] == sum(v for k, v in counts.items() if k != "total")
+  assert counts["total"] == sum(v for k, v in counts.items() if k not in ("total", "non_memory"))
+  assert counts["non_memory"] == counts["total"] and counts["memory_m0"] == 0
   assert counts["mixer_S"] == counts["mixer_A"] == 4 * 32 * 32 + 2 * 16
   short, long = decode_state_bytes(config, 16), decode_state_bytes(config, 1024)
   assert short["layer_0_S"] == long["layer_0_S"]  # the window bounds S
   assert long["layer_1_A"] == 64 * short["layer_1_A"]  # A grows with the context
   summary = describe(config, 16)
   assert summary["flops_per_token"]["total"] > 0
+
+
+def test_sdm_initial_table_is_counted_apart_and_its_state_is_constant():
+  config = LMConfig(**TINY, pattern="SM", num_layers=2, window=8, sdm_heads=2, **SMALL_SDM)
+  counts = parameter_counts(config)
+  assert counts["memory_m0"] == 2 * 64 * 16  # H * N * Dv
+  assert counts["non_memory"] == counts["total"] - counts["memory_m0"]
+  assert counts["total"] == sum(v for k, v in counts.items() if k not in ("total", "non_memory"))
+  short, long = decode_state_bytes(config, 1024), decode_state_bytes(config, 32 * 1024)
+  assert short["layer_1_M"] == long["layer_1_M"] == 2 * 64 * 16 * 4  # the float32 table only
+  no_m0 = parameter_counts(LMConfig(**TINY, pattern="SM", num_layers=2, window=8,
+                                    sdm_heads=2, sdm_learn_m0=False, **SMALL_SDM))
+  assert no_m0["memory_m0"] == 0 and no_m0["non_memory"] == counts["non_memory"]

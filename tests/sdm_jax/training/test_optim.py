@@ -22,11 +22,12 @@ def test_schedule_rejects_bad_warmup():
     learning_rate_schedule(1e-3, warmup_steps=20, total_steps=10)
 
 
-def test_decay_mask_skips_gains_biases_and_gates():
+def test_decay_mask_skips_gains_biases_gates_and_the_sdm_table():
   params = {"dense": {"kernel": jnp.ones((2, 3)), "bias": jnp.ones(3)},
             "norm": {"scale": jnp.ones(3)}, "gdn": {"A_log": jnp.ones((4,)),
-                                                      "dt_bias": jnp.ones((4,))}}
+                                                      "dt_bias": jnp.ones((4,))},
+            "sdm": {"M0": jnp.ones((1, 4, 2))}}
   mask = decay_mask(params)
   assert mask["dense"]["kernel"] is True
   assert not any([mask["dense"]["bias"], mask["norm"]["scale"], mask["gdn"]["A_log"],
-                  mask["gdn"]["dt_bias"]])
+                  mask["gdn"]["dt_bias"], mask["sdm"]["M0"]])

@@ -1,0 +1,133 @@
+"""The Sparse Delta Memory mixer `M` (DESIGN.md section 3.3).
+
+Per head h (S sub-keys, N = S^2 slots, Dv = d / H):
+  I_t, k_t = product_key_topk(W_k x + b_k, W)    write slots, softmax write weights
+  J_t, q_t = product_key_topk(W_q x + b_q, R)    read slots, softmax read weights
+  v_t      = W_v x                               (no short conv, no activation)
+  g, beta  = DeltaGates(x)
+  o        = sparse_delta_rule(M0, I, k, v, beta, g, J, q)   (M0 [H, N, Dv] shared start)
+  y        = W_o (LayerNorm(o) * sigmoid(W_gate x))         (per-head LayerNorm)
+
+Decode cache: the per-sequence table [B, H, N, Dv] float32, nothing else: constant memory
+per sequence at any context length.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from sdm_jax.layers.gates import DeltaGates
+from sdm_jax.layers.recurrent_mixer import RecurrentMixer
+from sdm_jax.ops.product_key import product_key_topk
+from sdm_jax.ops.sparse_delta import sparse_delta_rule, sparse_delta_step
+
+Cache = dict[str, jax.Array]
+INITIAL_MEMORY_NAME = "M0"
+
+
+def sub_keys_per_head(num_slots: int) -> int:
+  """S = sqrt(N); ValueError unless N is a perfect square >= 1."""
+  sub_keys = math.isqrt(num_slots) if num_slots >= 1 else 0
+  if sub_keys < 1 or sub_keys * sub_keys != num_slots:
+    raise ValueError(f"num_slots (N per head) must be a perfect square >= 1 (N = S * S for "
+                     f"product keys), got {num_slots}")
+  return sub_keys
+
+
+def addressing(scores: jax.Array, count: int) -> tuple[jax.Array, jax.Array]:
+  """Product-key scores [B, T, H, 2S] -> (slot ids [B, T, H, count] int32, float32 weights
+  [B, T, H, count] = softmax over the selected sums)."""
+  idx, logits = product_key_topk(scores.astype(jnp.float32), count)
+  return idx, jax.nn.softmax(logits, axis=-1)
+
+
+class SparseDeltaMemory(RecurrentMixer):
+  """Sparse Delta Memory mixer; methods `__call__`, `prefill`, `decode` as every mixer.
+
+  Attributes:
+    model_dim: d.
+    num_heads: H; the value dim per head is Dv = d / H.
+    num_slots: N per head, a perfect square (S = sqrt(N) sub-keys per half).
+    num_writes: W, slots written per token and head.
+    num_reads: R, slots read per token and head.
+    error: "shared" or "per_slot" (see `sparse_delta_rule`).
+    learn_m0: learned initial table `M0` [H, N, Dv]; False starts from zeros (no parameter).
+    chunk_size, impl: passed to `sparse_delta_rule`.
+  """
+
+  model_dim: int
+  num_heads: int
+  num_slots: int
+  num_writes: int
+  num_reads: int
+  error: str = "shared"
+  learn_m0: bool = True
+  chunk_size: int = 64
+  impl: str = "auto"
+  dtype: Any = jnp.float32
+  param_dtype: Any = jnp.float32
+
+  @property
+  def value_dim(self) -> int:
+    return self.model_dim // self.num_heads
+
+  def setup(self):
+    if self.model_dim % self.num_heads:
+      raise ValueError(f"model_dim ({self.model_dim}) must be divisible by num_heads "
+                       f"({self.num_heads})")
+    sub_keys = sub_keys_per_head(self.num_slots)
+    dense = lambda features, name, bias=False: nn.Dense(  # noqa: E731
+        features, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype, name=name)
+    score_width = self.num_heads * 2 * sub_keys
+    self.key_proj = dense(score_width, "key_proj", bias=True)
+    self.query_proj = dense(score_width, "query_proj", bias=True)
+    self.value_proj = dense(self.model_dim, "value_proj")
+    self.gate_proj = dense(self.model_dim, "gate_proj")
+    self.out_proj = dense(self.model_dim, "out_proj")
+    self.gates = DeltaGates(self.num_heads, dtype=self.dtype, param_dtype=self.param_dtype)
+    self.out_norm = nn.LayerNorm(dtype=self.dtype, param_dtype=self.param_dtype)
+    shape = (self.num_heads, self.num_slots, self.value_dim)
+    if self.learn_m0:
+      init = nn.initializers.truncated_normal(stddev=self.model_dim**-0.5)
+      self.initial_memory = self.param(INITIAL_MEMORY_NAME, init, shape, self.param_dtype)
+    else:
+      self.initial_memory = jnp.zeros(shape, jnp.float32)
+
+  def _inputs(self, x: jax.Array):
+    """x [B, T, d] -> the op's token inputs (write ids/weights, v, beta, g, read ids/weights)."""
+    chex.assert_rank(x, 3)
+    chex.assert_axis_dimension(x, 2, self.model_dim)
+    batch, length, _ = x.shape
+    heads = lambda y: y.reshape(batch, length, self.num_heads, -1)  # noqa: E731
+    write_idx, write_w = addressing(heads(self.key_proj(x)), self.num_writes)
+    read_idx, read_w = addressing(heads(self.query_proj(x)), self.num_reads)
+    g, beta = self.gates(x)
+    return write_idx, write_w, heads(self.value_proj(x)), beta, g, read_idx, read_w
+
+  def _output(self, x: jax.Array, readings: jax.Array) -> jax.Array:
+    """readings [B, T, H, Dv] -> W_o (LayerNorm(readings) * sigmoid(W_gate x)) [B, T, d]."""
+    batch, length = x.shape[:2]
+    normed = self.out_norm(readings).reshape(batch, length, self.model_dim)
+    return self.out_proj(normed * jax.nn.sigmoid(self.gate_proj(x)))
+
+  def _run(self, x: jax.Array):
+    """The parallel pass; the cache is the final table {"memory": [B, H, N, Dv]}."""
+    inputs = self._inputs(x)
+    memory = self.initial_memory.astype(jnp.float32)  # [H, N, Dv], broadcast over B
+    readings, final_memory = sparse_delta_rule(memory, *inputs, chunk_size=self.chunk_size,
+                                               error=self.error, impl=self.impl)
+    return self._output(x, readings), {"memory": final_memory}
+
+  def decode(self, x: jax.Array, positions: jax.Array, cache: Cache):
+    """One token per sequence (x [B, 1, d]) -> (y [B, 1, d], cache)."""
+    del positions
+    chex.assert_axis_dimension(x, 1, 1)
+    step_inputs = [a[:, 0] for a in self._inputs(x)]
+    readings, memory = sparse_delta_step(cache["memory"], *step_inputs, error=self.error)
+    return self._output(x, readings[:, None].astype(x.dtype)), {"memory": memory}

@@ -1,0 +1,111 @@
+"""The `M` mixer: shapes and dtypes, cached decode, the learned initial table M0.
+
+Parameters do not depend on `impl`, so most checks run the token-by-token reference (fast
+to compile); the chunked path (the default) is compared with cached decoding once. Each
+test compiles one program (CPU compile time dominates).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory, sub_keys_per_head
+
+LENGTH = 11
+PREFILL = SparseDeltaMemory.prefill
+
+
+def make_layer(**overrides):
+  values = dict(model_dim=16, num_heads=2, num_slots=16, num_writes=3, num_reads=2,
+                chunk_size=4, impl="reference")
+  return SparseDeltaMemory(**{**values, **overrides})
+
+
+def inputs(length=LENGTH):
+  x = jax.random.normal(jax.random.PRNGKey(0), (2, length, 16))
+  return x, jnp.broadcast_to(jnp.arange(length), (2, length))
+
+
+@pytest.fixture(scope="module")
+def params():
+  x, positions = inputs()
+  return jax.jit(make_layer().init)(jax.random.PRNGKey(1), x, positions)
+
+
+def test_shapes_and_dtypes(params):
+  weights = params["params"]
+  assert weights["M0"].shape == (2, 16, 8) and weights["M0"].dtype == jnp.float32
+  assert weights["key_proj"]["kernel"].shape == weights["query_proj"]["kernel"].shape == (16, 16)
+  assert weights["key_proj"]["bias"].shape == (16,)  # H * 2S = 2 * 8
+  assert weights["value_proj"]["kernel"].shape == (16, 16)
+  assert set(weights["gates"]) == {"A_log", "dt_bias", "a_proj", "b_proj"}
+  x, _ = inputs()
+  bf16 = make_layer(dtype=jnp.bfloat16)
+  y, cache = jax.jit(lambda p, x: bf16.apply(p, x, None, 64, method=PREFILL))(
+      params, x.astype(jnp.bfloat16))
+  assert y.shape == x.shape and y.dtype == jnp.bfloat16
+  assert bool(jnp.all(jnp.isfinite(y.astype(jnp.float32))))
+  assert cache["memory"].shape == (2, 2, 16, 8) and cache["memory"].dtype == jnp.float32
+
+
+@pytest.mark.parametrize("error, impl", [("shared", "chunked"), ("per_slot", "reference")])
+def test_cached_decode_equals_parallel_forward(params, error, impl):
+  layer = make_layer(error=error, impl=impl)
+  x, _ = inputs()
+  prompt = 3
+
+  @jax.jit
+  def run(params, x):
+    """(parallel outputs, prompt outputs, outputs decoded token by token after the prompt)."""
+    full, _ = layer.apply(params, x, None, 64, method=PREFILL)
+    head, cache = layer.apply(params, x[:, :prompt], None, 64, method=PREFILL)
+
+    def step(cache, x_t):
+      y, cache = layer.apply(params, x_t[:, None], None, cache, method=SparseDeltaMemory.decode)
+      return cache, y[:, 0]
+    cache, decoded = jax.lax.scan(step, cache, jnp.swapaxes(x[:, prompt:], 0, 1))
+    return full, head, jnp.swapaxes(decoded, 0, 1), cache
+
+  full, head, decoded, cache = run(params, x)
+  assert full.shape == x.shape
+  np.testing.assert_allclose(head, full[:, :prompt], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(decoded, full[:, prompt:], rtol=1e-4, atol=1e-5)
+  assert cache["memory"].shape == (2, 2, 16, 8)
+
+
+def test_learned_initial_table_gets_a_gradient(params):
+  layer = make_layer()
+  x, positions = inputs()
+  loss = lambda p: jnp.sum(jnp.square(layer.apply(p, x, positions)))  # noqa: E731
+  grads = jax.jit(jax.grad(loss))(params)
+  assert float(jnp.max(jnp.abs(grads["params"]["M0"]))) > 0
+  std = float(jnp.std(params["params"]["M0"]))
+  assert 0.5 * 16**-0.5 < std < 1.5 * 16**-0.5  # truncated normal, std d^-0.5
+
+
+def test_without_learn_m0_the_table_starts_at_zero():
+  layer = make_layer(learn_m0=False)
+  x, positions = inputs(length=1)
+
+  @jax.jit
+  def init_and_prefill(x):
+    params = layer.init(jax.random.PRNGKey(1), x, positions)
+    return params, layer.apply(params, x, positions, 8, method=PREFILL)[1]
+
+  params, cache = init_and_prefill(x)
+  assert "M0" not in params["params"]
+  # After one token only the W = 3 written rows of each head differ from the zero start.
+  nonzero_rows = jnp.sum(jnp.any(cache["memory"] != 0, axis=-1), axis=-1)
+  assert int(jnp.max(nonzero_rows)) <= 3 and int(jnp.min(nonzero_rows)) >= 1
+
+
+def test_slots_must_be_a_perfect_square():
+  assert sub_keys_per_head(4096) == 64
+  with pytest.raises(ValueError, match="perfect square"):
+    sub_keys_per_head(15)
+  x, positions = inputs()
+  with pytest.raises(ValueError, match="perfect square"):
+    make_layer(num_slots=15).init(jax.random.PRNGKey(0), x, positions)
