@@ -17,7 +17,7 @@ from experiments import common
 from experiments import model_kinds
 from experiments.config_flag import define_config_flag
 
-_CONFIG = define_config_flag("attn_tiny")
+_CONFIG = define_config_flag("sdm_tiny")
 _CONTEXT_LEN = flags.DEFINE_integer("context_len", None, "Context length for the decode-state "
                                     "and FLOP figures (default: the model's max_seq_len).")
 

@@ -24,7 +24,7 @@ from experiments.config_flag import define_config_flag
 from sdm_jax.data.tokenizer import BOS_ID, decode
 from sdm_jax.metrics import unigram_bits_per_byte
 
-DEFAULT_CONFIG = "attn_tiny"
+DEFAULT_CONFIG = "sdm_tiny"
 
 _CONFIG = define_config_flag(DEFAULT_CONFIG)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Run directory (default: workdirs/<config>).")
