@@ -18,17 +18,23 @@ def last_json(stdout):
   return json.loads(stdout.strip().splitlines()[-1])
 
 
-def test_train_evaluate_generate_round_trip(run_cli, tmp_path):
+SDM = ["--config.model.pattern=SM", "--config.model.sdm_slots=256",
+       "--config.model.sdm_writes=8", "--config.model.sdm_reads=8",
+       "--config.model.sdm_chunk_size=16"]
+
+
+@pytest.mark.parametrize("config, overrides", [("swa_tiny", []), ("sdm_tiny", SDM)])
+def test_train_evaluate_generate_round_trip(run_cli, tmp_path, config, overrides):
   workdir = str(tmp_path / "run")
-  trained = last_json(run_cli("train", "--config=swa_tiny", f"--workdir={workdir}",
-                          "--steps=3", "--sample_tokens=8", *TINY))
+  trained = last_json(run_cli("train", f"--config={config}", f"--workdir={workdir}",
+                              "--steps=3", "--sample_tokens=8", *TINY, *overrides))
   assert trained["step"] == 3
   for key in ("train_loss", "val_bpb", "tokens_per_s"):
     assert trained[key] > 0
   assert os.path.exists(os.path.join(workdir, "metrics.jsonl"))
   # A second call resumes: nothing left to train, same step.
-  resumed = last_json(run_cli("train", "--config=swa_tiny", f"--workdir={workdir}",
-                          "--steps=3", "--sample_tokens=0", *TINY))
+  resumed = last_json(run_cli("train", f"--config={config}", f"--workdir={workdir}",
+                              "--steps=3", "--sample_tokens=0", *TINY, *overrides))
   assert resumed["step"] == 3
   evaluated = last_json(run_cli("evaluate", f"--workdir={workdir}"))
   assert evaluated["val_bpb"] == pytest.approx(trained["val_bpb"], rel=1e-5)
