@@ -21,7 +21,6 @@ from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS

@@ -10,3 +10,11 @@ from sdm_jax.ops.gated_delta import gated_delta_step
 from sdm_jax.ops.product_key import product_key_topk
 from sdm_jax.ops.sparse_delta import sparse_delta_rule
 from sdm_jax.ops.sparse_delta import sparse_delta_step
+
+__all__ = [
+    "gated_delta_rule",
+    "gated_delta_step",
+    "product_key_topk",
+    "sparse_delta_rule",
+    "sparse_delta_step",
+]

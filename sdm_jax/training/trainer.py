@@ -24,7 +24,7 @@ from sdm_jax.metrics import evaluate_bpb
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM, cross_entropy
 from sdm_jax.training.checkpoint import Checkpointer
-from sdm_jax.training.config import DataConfig, TrainConfig
+from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.optim import learning_rate_schedule, make_optimizer
 from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step, replicated,
                                          shard_batch)

@@ -5,7 +5,6 @@ Most tests share one input shape and chunk size so the jitted ops compile once f
 
 from __future__ import annotations
 
-import functools
 
 import jax
 from jax.test_util import check_grads
