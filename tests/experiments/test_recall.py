@@ -50,6 +50,12 @@ def test_eval_file(trained, run_cli, run_cli_process, tmp_path):
   process = run_cli_process("recall", f"--workdir={workdir}", f"--eval_file={bad}")
   assert process.returncode != 0 and "lacks arrays ['targets']" in process.stderr
 
+  misshapen = tmp_path / "misshapen.npz"
+  np.savez(misshapen, inputs=np.zeros((2, 32), np.int32),
+           targets=np.zeros((2, 16), np.int32))
+  process = run_cli_process("recall", f"--workdir={workdir}", f"--eval_file={misshapen}")
+  assert process.returncode != 0 and "must have the same non-empty shape" in process.stderr
+
 
 def test_unknown_task_lists_known(run_cli_process, tmp_path):
   process = run_cli_process("recall", f"--workdir={tmp_path / 'run'}", "--task=bogus")
