@@ -31,6 +31,13 @@ def lm_configs(config: config_dict.ConfigDict) -> tuple[LMConfig, TrainConfig, D
           DataConfig.from_dict(to_plain(config.data)))
 
 
+def override_steps(config: config_dict.ConfigDict, steps: int | None) -> None:
+  """Applies a `--steps` flag: train.steps = steps, with the warmup cut to fit in it."""
+  if steps is not None:
+    config.train.steps = steps
+    config.train.warmup_steps = min(config.train.warmup_steps, steps)
+
+
 def default_workdir(config_name: str) -> str:
   return os.path.join(DEFAULT_WORKDIR_ROOT, config_name)
 

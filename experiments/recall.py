@@ -35,12 +35,9 @@ from experiments.config_flag import define_config_flag
 from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM, cross_entropy
-from sdm_jax.training.checkpoint import Checkpointer
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step, replicated,
-                                         shard_batch)
-from sdm_jax.training.trainer import (CONFIG_FILE, METRICS_FILE, optimizer_for,
-                                      read_workdir_config, restore_params, write_workdir_config)
+from sdm_jax.training.trainer import (CONFIG_FILE, fit, read_workdir_config, restore_params,
+                                      write_workdir_config)
 
 KIND = "recall"
 DEFAULT_CONFIG = "attn_tiny"
@@ -153,44 +150,21 @@ def load_eval_file(path: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[str, Any],
-                 workdir: str, *, log: Callable[[str], None] = print) -> tuple[LM, Any, int]:
-  """Trains (or resumes) an LM on a recall task; returns (model, params, step)."""
+                 workdir: str, held_out: dict[str, np.ndarray], *,
+                 log: Callable[[str], None] = print) -> dict[str, Any]:
+  """Trains (or resumes) an LM on a recall task with `fit`; returns its summary, whose
+  evaluation is `recall_accuracy` on the `held_out` examples."""
   model = LM(model_config)
-  mesh = make_mesh(train_config.num_devices)
-  optimizer = optimizer_for(train_config)
   sample = jnp.zeros((1, task["seq_len"]), jnp.int32)
-  state = TrainState.create(model.init(jax.random.PRNGKey(train_config.seed), sample),
-                            optimizer)
-  state = jax.device_put(state, replicated(mesh))
-  checkpointer = Checkpointer(workdir, max_to_keep=train_config.keep_checkpoints)
-  if checkpointer.latest_step() is not None:
-    state = checkpointer.restore(state)
-    log(f"resumed from {checkpointer.directory} at step {int(state.step)}")
-  train_step = make_train_step(recall_loss_fn(model), optimizer, mesh)
-  start_step = int(state.step)
-  with open(os.path.join(workdir, METRICS_FILE), "a") as metrics_file:
-    for step in range(start_step, train_config.steps):
-      batch = train_batch(task, step=step, batch_size=train_config.batch_size,
-                          seed=train_config.seed)
-      state, metrics = train_step(state, shard_batch(batch, mesh))
-      done = step + 1
-      is_last = done == train_config.steps
-      if done % train_config.log_every == 0 or is_last:
-        if int(state.first_nonfinite_step) >= 0:
-          raise FloatingPointError(f"non-finite loss at step "
-                                   f"{int(state.first_nonfinite_step) + 1}; lower the lr")
-        record = {"step": done, "loss": float(metrics["loss"]),
-                  "grad_norm": float(metrics["grad_norm"])}
-        metrics_file.write(json.dumps(record) + "\n")
-        metrics_file.flush()
-        log(f"step {done}/{train_config.steps} | loss {record['loss']:.4f} | grad_norm "
-            f"{record['grad_norm']:.3f}")
-      if done % train_config.checkpoint_every == 0 or is_last:
-        checkpointer.save(done, state)
-  checkpointer.close()
-  if start_step >= train_config.steps:
-    log(f"workdir already holds step {start_step} >= steps={train_config.steps}")
-  return model, jax.device_get(state.params), int(state.step)
+  return fit(
+      init_params=jax.jit(lambda rng: model.init(rng, sample)),
+      loss_fn=recall_loss_fn(model),
+      evaluate=lambda params: recall_accuracy(model, params, held_out["inputs"],
+                                              held_out["targets"],
+                                              batch_size=train_config.eval_batch_size),
+      draw_batch=lambda step: train_batch(task, step=step, batch_size=train_config.batch_size,
+                                          seed=train_config.seed),
+      config=train_config, workdir=workdir, log=log)
 
 
 def _configs_from_flags() -> tuple[str, LMConfig, TrainConfig, dict[str, Any]]:
@@ -205,9 +179,7 @@ def _configs_from_flags() -> tuple[str, LMConfig, TrainConfig, dict[str, Any]]:
   config.model.vocab_size = _VOCAB_SIZE.value
   config.model.max_seq_len = _SEQ_LEN.value
   config.train.seq_len = _SEQ_LEN.value
-  if _STEPS.value is not None:
-    config.train.steps = _STEPS.value
-    config.train.warmup_steps = min(config.train.warmup_steps, _STEPS.value)
+  common.override_steps(config, _STEPS.value)
   if _BATCH_SIZE.value is not None:
     config.train.batch_size = _BATCH_SIZE.value
   model_config, train_config, _ = common.lm_configs(config)
@@ -227,12 +199,10 @@ def _train_main(workdir: str) -> dict[str, Any]:
                                  "train": dataclasses.asdict(train_config), "task": task})
   print(f"recall task {task}: config {name}, pattern {model_config.layer_kinds}, d_model "
         f"{model_config.d_model}; workdir {workdir}")
-  model, params, step = train_recall(model_config, train_config, task, workdir)
   held_out = make_examples(task, _EVAL_EXAMPLES.value,
                            derived_seed(train_config.seed, _EVAL_STREAM))
-  result = recall_accuracy(model, params, held_out["inputs"], held_out["targets"],
-                           batch_size=train_config.eval_batch_size)
-  return {**result, "step": step, "task": task["name"], "workdir": workdir}
+  summary = train_recall(model_config, train_config, task, workdir, held_out)
+  return {**summary, "task": task["name"], "workdir": workdir}
 
 
 def _eval_file_main(workdir: str, path: str) -> dict[str, Any]:

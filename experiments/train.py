@@ -39,9 +39,7 @@ def main(argv):
   del argv
   common.quiet_logging()
   config = _CONFIG.value
-  if _STEPS.value is not None:
-    config.train.steps = _STEPS.value
-    config.train.warmup_steps = min(config.train.warmup_steps, _STEPS.value)
+  common.override_steps(config, _STEPS.value)
   if _DATA.value is not None:
     config.data.path = _DATA.value
   model_config, train_config, data_config = common.lm_configs(config)

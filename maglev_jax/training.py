@@ -21,7 +21,7 @@ from maglev_jax.evaluation import maglev_evaluator
 from maglev_jax.model import Maglev, Params, shift_memories
 from sdm_jax.models.lm import cross_entropy
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.trainer import (fit, prepare_workdir, read_workdir_config,
+from sdm_jax.training.trainer import (fit, prepare_workdir, read_workdir_config, stream_batches,
                                       restore_params)
 
 KIND = "maglev"
@@ -79,7 +79,8 @@ def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
                                        batch_size=train_config.eval_batch_size,
                                        seq_len=train_config.seq_len,
                                        max_tokens=train_config.eval_tokens),
-             train_tokens=train_tokens, config=train_config, workdir=workdir, log=log)
+             draw_batch=stream_batches(train_tokens, train_config), config=train_config,
+             workdir=workdir, log=log)
 
 
 def load_maglev(workdir: str, step: int | None = None):

@@ -71,10 +71,17 @@ def optimizer_for(config: TrainConfig):
       min_lr_ratio=config.min_lr_ratio)
 
 
+def stream_batches(tokens: np.ndarray, config: TrainConfig) -> Callable[[int], np.ndarray]:
+  """step -> random windows [batch_size, seq_len + 1] of a 1-D token stream, drawn as a
+  pure function of (config.seed, step)."""
+  return lambda step: train_batch(tokens, step=step, batch_size=config.batch_size,
+                                  seq_len=config.seq_len, seed=config.seed)
+
+
 def fit(*, init_params: Callable[[jax.Array], Any],
         loss_fn: Callable[[Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]],
-        evaluate: Callable[[Any], dict[str, float]],
-        train_tokens: np.ndarray, config: TrainConfig, workdir: str,
+        evaluate: Callable[[Any], dict[str, Any]],
+        draw_batch: Callable[[int], np.ndarray], config: TrainConfig, workdir: str,
         log: Callable[[str], None] = print, stop_after: int | None = None) -> dict[str, Any]:
   """Trains (or resumes) until `config.steps`; returns the final summary.
 
@@ -82,8 +89,9 @@ def fit(*, init_params: Callable[[jax.Array], Any],
     init_params: rng -> parameters.
     loss_fn: (params, tokens [B, seq_len + 1]) -> (loss, metrics).
     evaluate: params -> dict of validation metrics (e.g. {"val_bpb": ...}).
-    train_tokens: the 1-D training stream; batches are drawn from it as a pure function of
-      (seed, step), so a resumed run replays exactly the batches of an uninterrupted one.
+    draw_batch: step -> the host batch of that step (leading axis config.batch_size), a
+      pure function of the step so a resumed run replays exactly the batches of an
+      uninterrupted one; `stream_batches` makes one for a token stream.
     config: the training settings.
     workdir: checkpoints and metrics.jsonl go here.
     log: where progress lines go.
@@ -105,10 +113,6 @@ def fit(*, init_params: Callable[[jax.Array], Any],
   schedule_lr = learning_rate_schedule(config.peak_lr, config.warmup_steps, config.steps,
                                        config.min_lr_ratio)
 
-  def draw(step: int) -> jax.Array:
-    return shard_batch(train_batch(train_tokens, step=step, batch_size=config.batch_size,
-                                   seq_len=config.seq_len, seed=config.seed), mesh)
-
   start_step = int(state.step)
   tokens_per_step = config.batch_size * config.seq_len
   metrics_path = os.path.join(workdir, METRICS_FILE)
@@ -117,7 +121,7 @@ def fit(*, init_params: Callable[[jax.Array], Any],
   end_step = config.steps if stop_after is None else min(stop_after, config.steps)
   with open(metrics_path, "a") as metrics_file:
     for step in range(start_step, end_step):
-      state, metrics = train_step(state, draw(step))
+      state, metrics = train_step(state, shard_batch(draw_batch(step), mesh))
       interval_steps += 1
       done = step + 1
       is_last = done == end_step
@@ -222,8 +226,8 @@ def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np
              evaluate=lm_evaluator(model, val_tokens, batch_size=train_config.eval_batch_size,
                                    seq_len=train_config.seq_len,
                                    max_tokens=train_config.eval_tokens),
-             train_tokens=train_tokens, config=train_config, workdir=workdir, log=log,
-             stop_after=stop_after)
+             draw_batch=stream_batches(train_tokens, train_config), config=train_config,
+             workdir=workdir, log=log, stop_after=stop_after)
 
 
 def load_lm(workdir: str, step: int | None = None):

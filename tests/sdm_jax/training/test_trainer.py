@@ -13,7 +13,8 @@ import pytest
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.checkpoint import Checkpointer
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.trainer import NonFiniteLossError, fit, load_lm, train_lm
+from sdm_jax.training.trainer import (NonFiniteLossError, fit, load_lm, stream_batches,
+                                      train_lm)
 
 MODEL = LMConfig(vocab_size=259, d_model=32, num_layers=2, pattern="SA", num_heads=2,
                  window=8, max_seq_len=32)
@@ -74,7 +75,8 @@ def test_nan_guard_stops_and_keeps_the_last_good_checkpoint(tmp_path):
   def run(stream, **overrides):
     config = train_config(checkpoint_every=2, log_every=2, warmup_steps=0, **overrides)
     return fit(init_params=lambda rng: {"w": jnp.ones(3)}, loss_fn=loss_fn,
-               evaluate=lambda params: {}, train_tokens=stream, config=config,
+               evaluate=lambda params: {}, draw_batch=stream_batches(stream, config),
+               config=config,
                workdir=str(tmp_path), log=quiet)
 
   clean = np.arange(200, dtype=np.int32)
