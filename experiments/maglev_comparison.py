@@ -13,23 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import tempfile
-import time
 from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from experiments import common
-from experiments import configs
-from experiments import model_kinds
+from experiments import comparison
 from experiments.benchmarking import time_call
 from maglev_jax.inference import fixed_point_memories, recurrent_memories
 from maglev_jax.model import Maglev, shift_memories
 from sdm_jax.data.batches import eval_batches
-from sdm_jax.metrics import unigram_bits_per_byte
 
 MODELS = ("swa", "slsl", "maglev", "maglev_shared")
 
@@ -43,28 +37,14 @@ def config_name(size: str, model: str) -> str:
 
 def build_configs(size: str, models: Sequence[str], *, steps: int | None,
                   data_path: str | None, model_overrides: dict[str, Any],
-                  train_overrides: dict[str, Any]) -> dict[str, Any]:
-  """{config name: (kind, model_config, train_config, data_config)}, all at equal tokens."""
+                  train_overrides: dict[str, Any]) -> dict[str, comparison.Run]:
+  """{config name: Run}, all at equal tokens (`experiments.comparison.build_runs`)."""
   unknown = sorted(set(models) - set(MODELS))
   if unknown or not models:
     raise ValueError(f"models must be a non-empty subset of {MODELS}, got {list(models)}")
-  result = {}
-  for model in models:
-    config = configs.get_config(config_name(size, model))
-    config.model.update(model_overrides)
-    config.train.update(train_overrides)
-    if steps is not None:
-      # optax's cosine decay needs at least one step after the warmup.
-      config.train.update(steps=steps, checkpoint_every=steps,
-                          warmup_steps=min(config.train.warmup_steps, steps - 1))
-    if data_path is not None:
-      config.data.path = data_path
-    result[config.name] = (model_kinds.kind_named(config.kind), *common.lm_configs(config))
-  runs = {(t.steps, t.batch_size, t.seq_len, t.eval_tokens, d) for _, _, t, d in result.values()}
-  if len(runs) != 1:
-    raise ValueError(f"the configs must train for equal tokens on the same data and evaluate "
-                     f"on the same targets; got (steps, batch, seq_len, eval_tokens, data) {runs}")
-  return result
+  return comparison.build_runs([config_name(size, model) for model in models], steps=steps,
+                               data_path=data_path, model_overrides=model_overrides,
+                               train_overrides=train_overrides)
 
 
 def time_prefill(model: Maglev, params, prompts: jax.Array, *, tol: float,
@@ -98,13 +78,6 @@ def time_prefill(model: Maglev, params, prompts: jax.Array, *, tol: float,
   }
 
 
-def _parameter_counts(params) -> dict[str, int]:
-  counts = {"total": sum(int(np.prod(x.shape)) for x in jax.tree.leaves(params))}
-  if isinstance(params, dict) and "decoder" in params:
-    counts["inference"] = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(params["decoder"]))
-  return counts
-
-
 def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | None = None,
             workdir_root: str | None = None, data_path: str | None = None,
             model_overrides: dict[str, Any] | None = None,
@@ -112,35 +85,26 @@ def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | 
             prefill_len: int | None = None, tol: float = 1e-4, repeats: int = 5,
             log: Callable[[str], None] = print) -> dict[str, Any]:
   """Trains, evaluates and times as the module docstring says; returns the JSON summary."""
-  runs = build_configs(size, models, steps=steps, data_path=data_path,
-                       model_overrides=model_overrides or {},
-                       train_overrides=train_overrides or {})
-  workdir_root = workdir_root or tempfile.mkdtemp(prefix=f"maglev_compare_{size}_")
-  _, first_model, first_train, data_config = next(iter(runs.values()))
-  train_tokens, val_tokens = common.load_splits(data_config, first_model.vocab_size)
-  summary: dict[str, Any] = {
-      "size": size, "device": jax.devices()[0].device_kind, "steps": first_train.steps,
-      "tokens_per_model": first_train.steps * first_train.batch_size * first_train.seq_len,
-      "unigram_bpb": unigram_bits_per_byte(train_tokens, val_tokens, first_model.vocab_size),
-      "workdir_root": workdir_root, "models": {}, "prefill": {}}
-  for name, (kind, model_config, train_config, data) in runs.items():
-    log(f"== training {name} ({type(model_config).__name__}) for {train_config.steps} steps")
-    workdir = os.path.join(workdir_root, name)
-    start = time.perf_counter()
-    result = kind.train(model_config, train_config, train_tokens, val_tokens, workdir,
-                        extra_config={"name": name, "data": dataclasses.asdict(data)},
-                        log=lambda line: log(f"  {line}"))
-    result["wall_s"] = time.perf_counter() - start
-    model, params, _, _ = kind.load(workdir)
-    result["parameters"] = _parameter_counts(params)
-    summary["models"][name] = result
-    log(f"  {name}: " + json.dumps(result))
-    if isinstance(model, Maglev):
-      length = prefill_len or train_config.seq_len
-      prompts = next(eval_batches(val_tokens, batch_size=prefill_batch, seq_len=length))
-      summary["prefill"][name] = time_prefill(model, params, jnp.asarray(prompts["inputs"]),
-                                              tol=tol, repeats=repeats)
-      log(f"  {name} prefill: " + json.dumps(summary["prefill"][name]))
+  build_configs(size, models, steps=None, data_path=None, model_overrides={},
+                train_overrides={})  # checks the model names before anything trains
+
+  def prefill(name, run, model, params, val_tokens):
+    if not isinstance(model, Maglev):
+      return None
+    length = prefill_len or run.train.seq_len
+    prompts = next(eval_batches(val_tokens, batch_size=prefill_batch, seq_len=length))
+    result = time_prefill(model, params, jnp.asarray(prompts["inputs"]), tol=tol,
+                          repeats=repeats)
+    log(f"  {name} prefill: " + json.dumps(result))
+    return result
+
+  summary = comparison.compare(
+      [config_name(size, model) for model in models], steps=steps,
+      workdir_root=workdir_root or tempfile.mkdtemp(prefix=f"maglev_compare_{size}_"),
+      data_path=data_path, model_overrides=model_overrides, train_overrides=train_overrides,
+      after_training=prefill, log=log)
+  summary["size"] = size
+  summary["prefill"] = summary.pop("extra")
   log(format_table(summary))
   return summary
 
@@ -154,7 +118,7 @@ def format_table(summary: dict[str, Any]) -> str:
            f"{'mem=0':>8} {'train_s':>8}"]
   dash = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731
   for name, result in summary["models"].items():
-    lines.append(f"{name:<22} {result['parameters']['total']:>10,} {result['val_bpb']:>8.4f} "
+    lines.append(f"{name:<22} {result['parameters_total']:>10,} {result['val_bpb']:>8.4f} "
                  f"{dash(result.get('bpb_teacher_forced')):>8} "
                  f"{dash(result.get('bpb_recurrent')):>9} "
                  f"{dash(result.get('bpb_memory_zeroed')):>8} {result['wall_s']:>8.1f}")

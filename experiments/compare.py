@@ -1,0 +1,50 @@
+"""Train named configs for equal tokens and compare val BPB, step time, parameters and state.
+
+  python -m experiments.compare --configs=hybrid_attn_tiny,gdn_tiny,sdm_tiny,sdm_tiny_no_m0
+  python -m experiments.compare --configs=hybrid_attn_small,gdn_small,sdm_small,sdm_small_no_m0
+      # one H200, < 10 minutes
+
+See `experiments.comparison` for what is trained, evaluated and reported. Prints progress,
+a table, then one JSON line with everything (also written to --summary_file if given).
+"""
+
+from __future__ import annotations
+
+import json
+
+from absl import app
+from absl import flags
+
+from experiments import common
+from experiments import comparison
+
+_CONFIGS = flags.DEFINE_list("configs", None, "Config names to train, e.g. "
+                             "hybrid_attn_small,gdn_small,sdm_small.", required=True)
+_STEPS = flags.DEFINE_integer("steps", None, "Training steps of every model (default: the "
+                              "configs' train.steps).")
+_WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Workdirs go to <root>/<config> "
+                                    "(default: a new temporary directory).")
+_DATA = flags.DEFINE_string("data", None, "Override data.path of every config.")
+_MODEL_OVERRIDES = flags.DEFINE_string("model_overrides", "{}", "JSON of model fields set in "
+                                       "every config (e.g. '{\"d_model\": 32}').")
+_TRAIN_OVERRIDES = flags.DEFINE_string("train_overrides", "{}", "JSON of train fields set in "
+                                       "every config.")
+_SUMMARY_FILE = flags.DEFINE_string("summary_file", None, "Also write the JSON summary here.")
+
+
+def main(argv):
+  del argv
+  common.quiet_logging()
+  summary = comparison.compare(_CONFIGS.value, steps=_STEPS.value,
+                               workdir_root=_WORKDIR_ROOT.value, data_path=_DATA.value,
+                               model_overrides=json.loads(_MODEL_OVERRIDES.value),
+                               train_overrides=json.loads(_TRAIN_OVERRIDES.value))
+  print(comparison.format_table(summary))
+  if _SUMMARY_FILE.value:
+    with open(_SUMMARY_FILE.value, "w") as f:
+      json.dump(summary, f, indent=1)
+  print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,169 @@
+"""Training named configs for equal tokens and comparing them: the library behind
+`experiments.compare` and `experiments.maglev_comparison` (importable without flags).
+
+Every config is trained on the same data split for the same steps, batch and sequence
+length (so the same tokens), then evaluated on the same validation targets. Each model's
+result holds the trainer's summary (val BPB, final train loss), the wall time, the steady
+step time (the last logging interval, compilation excluded), its parameter counts and the
+`describe` report of its kind (parameters split by part, recurrent/cache state per
+sequence at the training length, FLOPs per token).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+
+from experiments import common
+from experiments import configs
+from experiments import model_kinds
+from sdm_jax.metrics import unigram_bits_per_byte
+from sdm_jax.models.config import LMConfig
+from sdm_jax.training.config import DataConfig, TrainConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One config to train: its model kind and its three settings."""
+  kind: model_kinds.ModelKind
+  model: LMConfig
+  train: TrainConfig
+  data: DataConfig
+
+
+def build_runs(config_names: Sequence[str], *, steps: int | None = None,
+               data_path: str | None = None, model_overrides: dict[str, Any] | None = None,
+               train_overrides: dict[str, Any] | None = None) -> dict[str, Run]:
+  """{config name: Run} with the overrides applied to every config.
+
+  Raises:
+    ValueError: no or repeated names, or configs that would not train on equal tokens of
+      the same data and evaluate on the same targets.
+  """
+  if not config_names or len(set(config_names)) != len(config_names):
+    raise ValueError(f"configs must be a non-empty list of distinct config names, got "
+                     f"{list(config_names)}")
+  runs = {}
+  for name in config_names:
+    config = configs.get_config(name)
+    config.model.update(model_overrides or {})
+    config.train.update(train_overrides or {})
+    if steps is not None:
+      config.train.update(steps=steps, checkpoint_every=steps)
+      common.override_steps(config, steps)
+    if data_path is not None:
+      config.data.path = data_path
+    model, train, data = common.lm_configs(config)
+    runs[config.name] = Run(model_kinds.kind_named(config.kind), model, train, data)
+  seen = {(r.train.steps, r.train.batch_size, r.train.seq_len, r.train.eval_tokens, r.data)
+          for r in runs.values()}
+  if len(seen) != 1:
+    raise ValueError(f"the configs must train for equal tokens on the same data and evaluate "
+                     f"on the same targets; got (steps, batch, seq_len, eval_tokens, data) "
+                     f"{seen}")
+  return runs
+
+
+def parameter_total(params) -> int:
+  return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(params))
+
+
+def train_run(name: str, run: Run, *, workdir: str, train_tokens: np.ndarray,
+              val_tokens: np.ndarray, log: Callable[[str], None] = print
+              ) -> tuple[dict[str, Any], Any, Any]:
+  """Trains (or resumes) one run into `workdir`; returns (result, model, params).
+
+  result: the trainer's summary plus "wall_s", "step_ms" (steady step time),
+  "parameters_total" and "describe" (the kind's report at the training length).
+  """
+  log(f"== training {name} ({type(run.model).__name__}) for {run.train.steps} steps")
+  start = time.perf_counter()
+  result = run.kind.train(run.model, run.train, train_tokens, val_tokens, workdir,
+                          extra_config={"name": name, "data": dataclasses.asdict(run.data)},
+                          log=lambda line: log(f"  {line}"))
+  result["wall_s"] = time.perf_counter() - start
+  tokens_per_step = run.train.batch_size * run.train.seq_len
+  result["step_ms"] = (1e3 * tokens_per_step / result["tokens_per_s"]
+                       if result.get("tokens_per_s") else None)
+  model, params, _, _ = run.kind.load(workdir)
+  result["parameters_total"] = parameter_total(params)
+  result["describe"] = run.kind.describe(run.model, run.train.seq_len)
+  return result, model, params
+
+
+def compare(config_names: Sequence[str], *, steps: int | None = None,
+            workdir_root: str | None = None, data_path: str | None = None,
+            model_overrides: dict[str, Any] | None = None,
+            train_overrides: dict[str, Any] | None = None,
+            after_training: Callable[..., dict[str, Any] | None] | None = None,
+            log: Callable[[str], None] = print) -> dict[str, Any]:
+  """Trains every config for equal tokens and evaluates it; returns the JSON summary.
+
+  Args:
+    config_names: names under experiments/configs.
+    steps, data_path, model_overrides, train_overrides: applied to every config.
+    workdir_root: workdirs go to <root>/<config name> (default: a new temporary directory);
+      finished runs found there are resumed, i.e. only evaluated.
+    after_training: (name, run, model, params, val_tokens) -> extra results stored under
+      summary["extra"][name] (e.g. Maglev's prefill timing), or None.
+    log: where progress lines go.
+
+  Returns:
+    {"device", "steps", "tokens_per_model", "unigram_bpb", "workdir_root",
+     "models": {name: result of `train_run`}, "extra": {name: ...}}.
+  """
+  runs = build_runs(config_names, steps=steps, data_path=data_path,
+                    model_overrides=model_overrides, train_overrides=train_overrides)
+  workdir_root = workdir_root or tempfile.mkdtemp(prefix="compare_")
+  first = next(iter(runs.values()))
+  train_tokens, val_tokens = common.load_splits(first.data, first.model.vocab_size)
+  summary: dict[str, Any] = {
+      "device": jax.devices()[0].device_kind, "steps": first.train.steps,
+      "tokens_per_model": first.train.steps * first.train.batch_size * first.train.seq_len,
+      "unigram_bpb": unigram_bits_per_byte(train_tokens, val_tokens, first.model.vocab_size),
+      "workdir_root": workdir_root, "models": {}, "extra": {}}
+  for name, run in runs.items():
+    result, model, params = train_run(name, run, workdir=os.path.join(workdir_root, name),
+                                      train_tokens=train_tokens, val_tokens=val_tokens,
+                                      log=log)
+    summary["models"][name] = result
+    log(f"  {name}: val_bpb {result['val_bpb']:.4f}, {result['wall_s']:.1f} s")
+    if after_training is not None:
+      extra = after_training(name, run, model, params, val_tokens)
+      if extra is not None:
+        summary["extra"][name] = extra
+  return summary
+
+
+def _state_bytes(report: dict[str, Any]) -> int | None:
+  for key in ("decode_state_bytes_per_sequence", "inference_state_bytes_per_sequence"):
+    if key in report:
+      return report[key]["total"]
+  return None
+
+
+def format_table(summary: dict[str, Any]) -> str:
+  """Val BPB, step time, parameters (non-memory and M0 apart where the kind reports them)
+  and state per sequence of every model in a `compare` summary."""
+  lines = [f"{summary['device']}: {summary['steps']} steps, "
+           f"{summary['tokens_per_model']:,} tokens per model; unigram BPB "
+           f"{summary['unigram_bpb']:.4f}",
+           f"{'model':<22} {'val_bpb':>8} {'step_ms':>8} {'train_s':>8} {'params':>11} "
+           f"{'non_memory':>11} {'m0':>11} {'state/seq':>12}"]
+  number = lambda value: "-" if value is None else f"{value:,}"  # noqa: E731
+  for name, result in summary["models"].items():
+    report = result["describe"]
+    parameters = report.get("parameters", {})
+    step_ms = "-" if result["step_ms"] is None else f"{result['step_ms']:.1f}"
+    lines.append(f"{name:<22} {result['val_bpb']:>8.4f} {step_ms:>8} "
+                 f"{result['wall_s']:>8.1f} {result['parameters_total']:>11,} "
+                 f"{number(parameters.get('non_memory')):>11} "
+                 f"{number(parameters.get('memory_m0')):>11} "
+                 f"{number(_state_bytes(report)):>12}")
+  return "\n".join(lines)
