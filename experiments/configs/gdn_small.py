@@ -15,7 +15,7 @@ def get_config():
   config = lm_config("gdn_small", d_model=512, num_layers=8, pattern="SSSG", num_heads=8,
                      window=256, max_seq_len=2048, compute_dtype="bfloat16", gdn_heads=4,
                      gdn_head_dim=64, gdn_expand_v=2.0)
-  config.train.update(batch_size=16, seq_len=2048, steps=600, peak_lr=2e-3, warmup_steps=60,
-                      checkpoint_every=600, log_every=100, eval_batch_size=16,
+  config.train.update(batch_size=16, seq_len=2048, steps=900, peak_lr=2e-3, warmup_steps=90,
+                      checkpoint_every=900, log_every=100, eval_batch_size=16,
                       eval_tokens=262_144)
   return config

@@ -27,7 +27,8 @@ def test_compare_trains_at_equal_tokens_and_times_both_prefills(run_cli, toy_cor
   maglev = summary["models"]["maglev_tiny"]
   assert maglev["step"] == 2 and summary["unigram_bpb"] > 0
   assert maglev["val_bpb"] == maglev["bpb_recurrent"] and "bpb_teacher_forced" in maglev
-  assert maglev["parameters"]["inference"] < maglev["parameters"]["total"]
+  parameters = maglev["describe"]["parameters"][maglev["describe"]["sharing"]]
+  assert parameters["inference"] < parameters["total"] == maglev["parameters_total"]
   prefill = summary["prefill"]["maglev_tiny"]
   assert prefill["tokens"] == 12 and 1 <= prefill["fixed_point_iterations"] <= 12
   assert prefill["fixed_point_max_error_vs_recurrent"] < 1e-3
