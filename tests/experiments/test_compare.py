@@ -1,0 +1,53 @@
+"""`experiments.compare`: named configs trained for equal tokens and tabulated (toy sizes on
+CPU)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.comparison import build_runs
+
+# Narrow versions of the tiny hybrids: the same patterns, seconds of CPU compilation.
+TOY_MODEL = dict(d_model=32, num_heads=2, window=8, max_seq_len=32, gdn_heads=2,
+                 gdn_head_dim=16, sdm_slots=256, sdm_writes=8, sdm_reads=8, sdm_chunk_size=16)
+TOY_TRAIN = dict(seq_len=32, batch_size=2, log_every=1, eval_batch_size=2, eval_tokens=64)
+
+
+def test_compare_trains_each_config_and_reports_state_and_memory_apart(run_cli, toy_corpus,
+                                                                        tmp_path):
+  stdout = run_cli("compare", "--configs=gdn_tiny,sdm_tiny_no_m0", "--steps=2",
+                   f"--workdir_root={tmp_path}", f"--data={toy_corpus}",
+                   f"--model_overrides={json.dumps(TOY_MODEL)}",
+                   f"--train_overrides={json.dumps(TOY_TRAIN)}",
+                   f"--summary_file={tmp_path / 'summary.json'}")
+  summary = json.loads(stdout.strip().splitlines()[-1])
+  assert summary == json.loads((tmp_path / "summary.json").read_text())
+  assert summary["tokens_per_model"] == 2 * 2 * 32 and set(summary["models"]) == {
+      "gdn_tiny", "sdm_tiny_no_m0"}
+  gdn, sdm = summary["models"]["gdn_tiny"], summary["models"]["sdm_tiny_no_m0"]
+  for result in (gdn, sdm):
+    assert result["step"] == 2 and result["val_bpb"] > 0 and result["step_ms"] > 0
+    assert result["parameters_total"] == result["describe"]["parameters"]["total"]
+  assert sdm["describe"]["parameters"]["memory_m0"] == 0
+  # The SDM table (256 slots x 32) outweighs GDN's 2 x 16 x 16 state.
+  assert (sdm["describe"]["decode_state_bytes_per_sequence"]["layer_3_M"]
+          > gdn["describe"]["decode_state_bytes_per_sequence"]["layer_3_G"])
+  table = stdout.split("tokens per model")[1]
+  assert "gdn_tiny" in table and "sdm_tiny_no_m0" in table
+
+
+def test_build_runs_applies_overrides_and_refuses_unequal_tokens():
+  runs = build_runs(["gdn_tiny", "sdm_tiny"], steps=5, data_path="corpus.txt",
+                    model_overrides={"window": 16}, train_overrides={"seq_len": 64})
+  for run in runs.values():
+    assert (run.train.steps, run.train.seq_len, run.model.window, run.data.path) == (
+        5, 64, 16, "corpus.txt")
+    assert run.train.warmup_steps <= run.train.steps
+  with pytest.raises(ValueError, match="equal tokens"):
+    build_runs(["gdn_tiny", "gdn_small"])
+  with pytest.raises(ValueError, match="distinct"):
+    build_runs(["gdn_tiny", "gdn_tiny"])
+  with pytest.raises(ValueError, match="unknown config"):
+    build_runs(["gdn_nope"])
