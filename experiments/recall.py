@@ -1,16 +1,21 @@
 """Trains a model on a synthetic recall task and scores its recall accuracy.
 
   python -m experiments.recall --task=mqar --workdir=/tmp/mqar --steps=500 \
-      --config=attn_tiny --seq_len=64 --num_kv_pairs=8 --vocab_size=64
+      --config=attn_tiny --seq_len=64 --num_kv_pairs=8 --vocab_size=64 \
+      --eval_seq_lens=32,64 --eval_num_kv_pairs=4,8
+  python -m experiments.recall --task=multi_key --num_keys=8 --filler=repeat ...
   python -m experiments.recall --workdir=/tmp/mqar --eval_file=held_out.npz
 
-Training draws each step's batch from the task generator (`sdm_jax.data.recall_tasks`)
-with a seed derived from (train.seed, step), so a resumed run replays exactly the batches
-of an uninterrupted one; the loss is the mean cross-entropy over labelled positions
-(target != -100). The model's vocab_size and max_seq_len are set from the task flags.
-After training, accuracy (argmax == target over labelled positions) is measured on a
-fresh held-out set drawn with a different seed; the last stdout line is a JSON object
-with `accuracy`, `n` (examples), `positions` (labelled positions), `step` and `task`.
+Training and scoring are `sdm_jax.training.recall`: each step's batch is drawn from the
+task generator (`sdm_jax.data.recall_tasks`) with a seed derived from (train.seed, step),
+so a resumed run replays exactly the batches of an uninterrupted one; the loss is the mean
+cross-entropy over labelled positions. The model's vocab_size is the task's and its
+max_seq_len the longest of --seq_len and --eval_seq_lens. Task options (--num_kv_pairs,
+--num_keys, --filler, ...) go to the task's generator; one it does not take is an error.
+After training, accuracy (argmax == target over labelled positions) is measured on fresh
+held-out examples; the last stdout line is a JSON object with `accuracy`, `n` (examples),
+`positions` (labelled positions), `step`, `task`, and `by_seq_len` / `by_num_kv_pairs`
+(lists of {seq_len or num_kv_pairs, accuracy, n, positions}) when asked for.
 
 With --eval_file (an .npz holding int32 `inputs` and `targets`, both [n, T], -100 =
 ignore), nothing is trained: the workdir's model is scored on that file and the last line
@@ -22,96 +27,94 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Callable
+from typing import Any
 
 from absl import app
 from absl import flags
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from experiments import common
 from experiments.config_flag import define_config_flag
-from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS
+from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS, check_task, task_options
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM, cross_entropy
+from sdm_jax.models.lm import LM
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.trainer import (CONFIG_FILE, fit, read_workdir_config, restore_params,
+from sdm_jax.training.recall import (accuracy_by_variant, held_out_examples,
+                                     recall_accuracy, train_recall)
+from sdm_jax.training.trainer import (CONFIG_FILE, read_workdir_config, restore_params,
                                       write_workdir_config)
 
 KIND = "recall"
 DEFAULT_CONFIG = "attn_tiny"
-# SeedSequence "purposes", so training batches and the held-out set never share a seed.
-_TRAIN_STREAM, _EVAL_STREAM = 0, 1
+DEFAULT_NUM_KV_PAIRS = 4  # mqar's generator has no default; the CLI's is a small task.
 
 _CONFIG = define_config_flag(DEFAULT_CONFIG)
 _TASK = flags.DEFINE_string("task", "mqar", f"Recall task: one of {sorted(RECALL_TASKS)}.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Run directory.", required=True)
 _STEPS = flags.DEFINE_integer("steps", None, "Override train.steps.")
-_SEQ_LEN = flags.DEFINE_integer("seq_len", 64, "Task sequence length (also the model's "
-                                "max_seq_len).")
-_NUM_KV_PAIRS = flags.DEFINE_integer("num_kv_pairs", 4, "Key-value pairs (mqar only).")
+_SEQ_LEN = flags.DEFINE_integer("seq_len", 64, "Task sequence length of training.")
 _VOCAB_SIZE = flags.DEFINE_integer("vocab_size", 64, "Task vocabulary (also the model's).")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", None, "Override train.batch_size.")
 _EVAL_EXAMPLES = flags.DEFINE_integer("eval_examples", 256, "Held-out examples scored after "
-                                      "training.")
+                                      "training (per evaluated variant).")
+_EVAL_SEQ_LENS = flags.DEFINE_list("eval_seq_lens", [], "Also score the task at these "
+                                   "sequence lengths (JSON field by_seq_len).")
+_EVAL_NUM_KV_PAIRS = flags.DEFINE_list("eval_num_kv_pairs", [], "mqar: also score at these "
+                                       "numbers of key-value pairs (by_num_kv_pairs).")
 _EVAL_FILE = flags.DEFINE_string("eval_file", None, "Score the trained workdir on this .npz "
                                  "(inputs, targets int32 [n, T]) instead of training.")
 
-
-def task_generator(name: str) -> Callable[..., dict[str, np.ndarray]]:
-  """The generator of a recall task; ValueError listing the known ones otherwise."""
-  if name not in RECALL_TASKS:
-    raise ValueError(f"unknown recall task {name!r}; known tasks: {sorted(RECALL_TASKS)}")
-  return RECALL_TASKS[name]
-
-
-def make_examples(task: dict[str, Any], num_examples: int, seed: int) -> dict[str, np.ndarray]:
-  """{"inputs", "targets"} int32 [num_examples, task["seq_len"]] of a task spec
-  {"name", "seq_len", "vocab_size", "num_kv_pairs"} (num_kv_pairs used by mqar only)."""
-  kwargs = {"seq_len": task["seq_len"], "vocab_size": task["vocab_size"], "seed": seed}
-  if task["name"] == "mqar":
-    kwargs["num_kv_pairs"] = task["num_kv_pairs"]
-  return task_generator(task["name"])(num_examples, **kwargs)
-
-
-def derived_seed(*parts: int) -> int:
-  """A 32-bit seed that is a pure function of the integer `parts`."""
-  return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
-
-
-def train_batch(task: dict[str, Any], *, step: int, batch_size: int, seed: int) -> np.ndarray:
-  """The batch of a training step: int32 [batch_size, 2, seq_len] (inputs, targets)."""
-  examples = make_examples(task, batch_size, derived_seed(seed, _TRAIN_STREAM, step))
-  return np.stack([examples["inputs"], examples["targets"]], axis=1)
+# Task options; a flag left unset keeps the generator's default. Each task takes some of
+# them (`sdm_jax.data.recall_tasks.task_options`).
+_OPTION_FLAGS = {
+    "num_kv_pairs": flags.DEFINE_integer("num_kv_pairs", None, "mqar: key-value pairs "
+                                         f"(default {DEFAULT_NUM_KV_PAIRS})."),
+    "power_a": flags.DEFINE_float("power_a", None, "mqar: query gaps p(g) ~ g^(power_a - 1)."),
+    "random_non_queries": flags.DEFINE_boolean("random_non_queries", None, "mqar: random "
+                                               "filler tokens (else zeros)."),
+    "num_keys": flags.DEFINE_integer("num_keys", None, "needles: distinct keys."),
+    "num_values": flags.DEFINE_integer("num_values", None, "needles: values per key."),
+    "num_queries": flags.DEFINE_integer("num_queries", None, "multi_query: keys queried."),
+    "key_len": flags.DEFINE_integer("key_len", None, "needles: tokens per key."),
+    "value_len": flags.DEFINE_integer("value_len", None, "needles, variable_tracking: tokens "
+                                      "per value."),
+    "depth": flags.DEFINE_float("depth", None, "needles: insertion depth in [0, 1] (default "
+                                "uniform)."),
+    "filler": flags.DEFINE_string("filler", None, "needles, variable_tracking: haystack "
+                                  "filler mode."),
+    "num_chains": flags.DEFINE_integer("num_chains", None, "variable_tracking: chains."),
+    "num_hops": flags.DEFINE_integer("num_hops", None, "variable_tracking: hops per chain."),
+    "name_len": flags.DEFINE_integer("name_len", None, "variable_tracking: tokens per name."),
+}
 
 
-def recall_loss_fn(model: LM):
-  """(params, batch [B, 2, T]) -> (mean cross-entropy over labelled positions, {})."""
-  def loss_fn(params, batch: jax.Array):
-    inputs, targets = batch[:, 0], batch[:, 1]
-    mask = targets != IGNORE_LABEL
-    nll = cross_entropy(model.apply(params, inputs), jnp.where(mask, targets, 0))
-    return jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1), {}
-  return loss_fn
+def task_from_flags() -> dict[str, Any]:
+  """The task spec of the flags; ValueError for an unknown task or an option it lacks."""
+  options = task_options(_TASK.value)
+  task = {"name": _TASK.value, "seq_len": _SEQ_LEN.value, "vocab_size": _VOCAB_SIZE.value}
+  for name, flag in _OPTION_FLAGS.items():
+    if flag.value is None:
+      continue
+    if name not in options:
+      raise ValueError(f"--{name} is not an option of task {_TASK.value!r}; its options: "
+                       f"{sorted(options)}")
+    task[name] = flag.value
+  if _TASK.value == "mqar":
+    task.setdefault("num_kv_pairs", DEFAULT_NUM_KV_PAIRS)
+  return check_task(task)
 
 
-def recall_accuracy(model: LM, params, inputs: np.ndarray, targets: np.ndarray, *,
-                    batch_size: int) -> dict[str, Any]:
-  """Argmax accuracy over labelled positions of inputs/targets int32 [n, T].
-
-  Returns {"accuracy", "n" (examples), "positions" (labelled positions)}.
-  """
-  predict = jax.jit(lambda p, x: jnp.argmax(model.apply(p, x), axis=-1))
-  correct = total = 0
-  for start in range(0, inputs.shape[0], batch_size):
-    x, y = inputs[start:start + batch_size], targets[start:start + batch_size]
-    mask = y != IGNORE_LABEL
-    predicted = np.asarray(predict(params, jnp.asarray(x)))
-    correct += int(np.sum((predicted == y) & mask))
-    total += int(np.sum(mask))
-  return {"accuracy": correct / total if total else float("nan"), "n": int(inputs.shape[0]),
-          "positions": total}
+def eval_variants() -> dict[str, list[dict[str, int]]]:
+  """{"by_seq_len": [{"seq_len": L}, ...], "by_num_kv_pairs": [...]} of the eval flags."""
+  variants = {}
+  if _EVAL_SEQ_LENS.value:
+    variants["by_seq_len"] = [{"seq_len": int(v)} for v in _EVAL_SEQ_LENS.value]
+  if _EVAL_NUM_KV_PAIRS.value:
+    if _TASK.value != "mqar":
+      raise ValueError("--eval_num_kv_pairs applies to --task=mqar only")
+    variants["by_num_kv_pairs"] = [{"num_kv_pairs": int(v)} for v in _EVAL_NUM_KV_PAIRS.value]
+  return variants
 
 
 def check_examples(inputs: Any, targets: Any, vocab_size: int, max_seq_len: int,
@@ -149,46 +152,29 @@ def load_eval_file(path: str) -> tuple[np.ndarray, np.ndarray]:
     return data["inputs"], data["targets"]
 
 
-def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[str, Any],
-                 workdir: str, held_out: dict[str, np.ndarray], *,
-                 log: Callable[[str], None] = print) -> dict[str, Any]:
-  """Trains (or resumes) an LM on a recall task with `fit`; returns its summary, whose
-  evaluation is `recall_accuracy` on the `held_out` examples."""
-  model = LM(model_config)
-  sample = jnp.zeros((1, task["seq_len"]), jnp.int32)
-  return fit(
-      init_params=jax.jit(lambda rng: model.init(rng, sample)),
-      loss_fn=recall_loss_fn(model),
-      evaluate=lambda params: recall_accuracy(model, params, held_out["inputs"],
-                                              held_out["targets"],
-                                              batch_size=train_config.eval_batch_size),
-      draw_batch=lambda step: train_batch(task, step=step, batch_size=train_config.batch_size,
-                                          seed=train_config.seed),
-      config=train_config, workdir=workdir, log=log)
-
-
-def _configs_from_flags() -> tuple[str, LMConfig, TrainConfig, dict[str, Any]]:
+def _configs_from_flags(task: dict[str, Any], variants: dict[str, list[dict[str, int]]]
+                        ) -> tuple[str, LMConfig, TrainConfig]:
   config = _CONFIG.value
   if config.get("kind", "lm") != "lm":
     raise ValueError(f"experiments.recall trains pattern-string LMs (config kind 'lm'); "
                      f"config {config.name!r} is of kind {config.get('kind')!r}")
-  task_generator(_TASK.value)
-  task = {"name": _TASK.value, "seq_len": _SEQ_LEN.value, "vocab_size": _VOCAB_SIZE.value}
-  if _TASK.value == "mqar":
-    task["num_kv_pairs"] = _NUM_KV_PAIRS.value
-  config.model.vocab_size = _VOCAB_SIZE.value
-  config.model.max_seq_len = _SEQ_LEN.value
-  config.train.seq_len = _SEQ_LEN.value
+  config.model.vocab_size = task["vocab_size"]
+  config.model.max_seq_len = max([task["seq_len"]] + [v["seq_len"] for v in
+                                                      variants.get("by_seq_len", [])])
+  config.train.seq_len = task["seq_len"]
   common.override_steps(config, _STEPS.value)
   if _BATCH_SIZE.value is not None:
     config.train.batch_size = _BATCH_SIZE.value
   model_config, train_config, _ = common.lm_configs(config)
-  return config.name, model_config, train_config, task
+  return config.name, model_config, train_config
 
 
 def _train_main(workdir: str) -> dict[str, Any]:
-  name, model_config, train_config, task = _configs_from_flags()
-  make_examples(task, 1, 0)  # The generator's ValueErrors before anything is written.
+  task = task_from_flags()  # The task's ValueErrors before anything is written.
+  variants = eval_variants()
+  for variant in (v for group in variants.values() for v in group):
+    check_task({**task, **variant})
+  name, model_config, train_config = _configs_from_flags(task, variants)
   saved_path = os.path.join(workdir, CONFIG_FILE)
   if os.path.exists(saved_path):
     saved = read_workdir_config(workdir, kind=KIND)
@@ -199,9 +185,13 @@ def _train_main(workdir: str) -> dict[str, Any]:
                                  "train": dataclasses.asdict(train_config), "task": task})
   print(f"recall task {task}: config {name}, pattern {model_config.layer_kinds}, d_model "
         f"{model_config.d_model}; workdir {workdir}")
-  held_out = make_examples(task, _EVAL_EXAMPLES.value,
-                           derived_seed(train_config.seed, _EVAL_STREAM))
-  summary = train_recall(model_config, train_config, task, workdir, held_out)
+  held_out = held_out_examples(task, _EVAL_EXAMPLES.value, train_config.seed)
+  summary, model, params = train_recall(model_config, train_config, task, workdir, held_out)
+  for key, group in variants.items():
+    summary[key] = accuracy_by_variant(model, params, task, group,
+                                       num_examples=_EVAL_EXAMPLES.value,
+                                       seed=train_config.seed,
+                                       batch_size=train_config.eval_batch_size)
   return {**summary, "task": task["name"], "workdir": workdir}
 
 

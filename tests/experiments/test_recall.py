@@ -24,7 +24,8 @@ def trained(run_cli, tmp_path_factory):
   workdir = str(tmp_path_factory.mktemp("recall") / "run")
   stdout = run_cli("recall", f"--workdir={workdir}", "--steps=150", "--batch_size=32",
                    *TASK_FLAGS, *TINY_MODEL, "--config.train.peak_lr=1e-2",
-                   "--config.train.checkpoint_every=1000")
+                   "--config.train.checkpoint_every=1000", "--eval_seq_lens=16,32",
+                   "--eval_num_kv_pairs=2,4")
   return workdir, json.loads(stdout.strip().splitlines()[-1])
 
 
@@ -34,6 +35,12 @@ def test_learns_mqar_above_chance(trained):
   assert result["n"] == 256 and result["positions"] == 256 * 4
   # Chance is 1/16; a tiny model reaches ~0.25 here.
   assert result["accuracy"] > 2.5 * CHANCE, result
+  # The same held-out draw at the training length and pairs scores the same.
+  assert [r["seq_len"] for r in result["by_seq_len"]] == [16, 32]
+  assert [r["num_kv_pairs"] for r in result["by_num_kv_pairs"]] == [2, 4]
+  assert result["by_seq_len"][1]["accuracy"] == result["accuracy"]
+  assert result["by_num_kv_pairs"][1]["accuracy"] == result["accuracy"]
+  assert [r["positions"] for r in result["by_num_kv_pairs"]] == [256 * 2, 256 * 4]
 
 
 def test_eval_file(trained, run_cli, run_cli_process, tmp_path):
@@ -63,3 +70,20 @@ def test_unknown_task_lists_known(run_cli_process, tmp_path):
   assert "unknown recall task 'bogus'" in process.stderr
   assert "mqar" in process.stderr and "variable_tracking" in process.stderr
   assert not (tmp_path / "run").exists()
+
+
+def test_needle_options_reach_the_generator_and_foreign_options_are_refused(
+    run_cli, run_cli_process, tmp_path):
+  process = run_cli_process("recall", f"--workdir={tmp_path / 'bad'}", "--task=single",
+                            "--num_kv_pairs=3")
+  assert process.returncode != 0
+  assert "--num_kv_pairs is not an option of task 'single'" in process.stderr
+  assert not (tmp_path / "bad").exists()
+  workdir = tmp_path / "multi_key"
+  stdout = run_cli("recall", f"--workdir={workdir}", "--task=multi_key", "--num_keys=3",
+                   "--key_len=2", "--filler=repeat", "--seq_len=32", "--vocab_size=32",
+                   "--steps=1", "--batch_size=2", "--eval_examples=4", *TINY_MODEL)
+  assert json.loads(stdout.strip().splitlines()[-1])["n"] == 4
+  saved = json.loads((workdir / "config.json").read_text())
+  assert saved["task"] == {"name": "multi_key", "seq_len": 32, "vocab_size": 32,
+                           "num_keys": 3, "key_len": 2, "filler": "repeat"}

@@ -1,0 +1,116 @@
+"""Training and scoring LMs on synthetic recall tasks (`sdm_jax.data.recall_tasks`).
+
+Training draws each step's batch from the task generator with a seed derived from
+(seed, step), so a resumed run replays exactly the batches of an uninterrupted one; the
+loss is the mean cross-entropy over labelled positions (target != -100). Accuracy is
+argmax == target over labelled positions, on held-out examples drawn from another seed
+stream, so training and evaluation never share a seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sdm_jax.data.recall_tasks import IGNORE_LABEL, check_task, make_examples
+from sdm_jax.models.config import LMConfig
+from sdm_jax.models.lm import LM, cross_entropy
+from sdm_jax.training.config import TrainConfig
+from sdm_jax.training.trainer import fit
+
+# SeedSequence "purposes", so training batches and held-out sets never share a seed.
+TRAIN_STREAM, EVAL_STREAM = 0, 1
+
+
+def derived_seed(*parts: int) -> int:
+  """A 32-bit seed that is a pure function of the integer `parts`."""
+  return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+def held_out_examples(task: dict[str, Any], num_examples: int, seed: int
+                      ) -> dict[str, np.ndarray]:
+  """Evaluation examples of a task, from the evaluation seed stream of `seed`."""
+  return make_examples(task, num_examples, derived_seed(seed, EVAL_STREAM))
+
+
+def train_batch(task: dict[str, Any], *, step: int, batch_size: int, seed: int) -> np.ndarray:
+  """The batch of a training step: int32 [batch_size, 2, seq_len] (inputs, targets)."""
+  examples = make_examples(task, batch_size, derived_seed(seed, TRAIN_STREAM, step))
+  return np.stack([examples["inputs"], examples["targets"]], axis=1)
+
+
+def recall_loss_fn(model: LM):
+  """(params, batch [B, 2, T]) -> (mean cross-entropy over labelled positions, {})."""
+  def loss_fn(params, batch: jax.Array):
+    inputs, targets = batch[:, 0], batch[:, 1]
+    mask = targets != IGNORE_LABEL
+    nll = cross_entropy(model.apply(params, inputs), jnp.where(mask, targets, 0))
+    return jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1), {}
+  return loss_fn
+
+
+def recall_accuracy(model: LM, params, inputs: np.ndarray, targets: np.ndarray, *,
+                    batch_size: int) -> dict[str, Any]:
+  """Argmax accuracy over labelled positions of inputs/targets int32 [n, T].
+
+  Returns {"accuracy", "n" (examples), "positions" (labelled positions)}.
+  """
+  predict = jax.jit(lambda p, x: jnp.argmax(model.apply(p, x), axis=-1))
+  correct = total = 0
+  for start in range(0, inputs.shape[0], batch_size):
+    x, y = inputs[start:start + batch_size], targets[start:start + batch_size]
+    mask = y != IGNORE_LABEL
+    predicted = np.asarray(predict(params, jnp.asarray(x)))
+    correct += int(np.sum((predicted == y) & mask))
+    total += int(np.sum(mask))
+  return {"accuracy": correct / total if total else float("nan"), "n": int(inputs.shape[0]),
+          "positions": total}
+
+
+def accuracy_by_variant(model: LM, params, task: dict[str, Any],
+                        variants: Sequence[dict[str, Any]], *, num_examples: int, seed: int,
+                        batch_size: int) -> list[dict[str, Any]]:
+  """Accuracy on held-out examples of each variant of `task` (fields it changes, e.g.
+  {"seq_len": 512} or {"num_kv_pairs": 16}); returns [{**variant, "accuracy", "n",
+  "positions"}] in order. Every variant must be a valid task (`check_task`)."""
+  results = []
+  for variant in variants:
+    varied = check_task({**task, **variant})
+    examples = held_out_examples(varied, num_examples, seed)
+    results.append({**variant, **recall_accuracy(model, params, examples["inputs"],
+                                                 examples["targets"], batch_size=batch_size)})
+  return results
+
+
+def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[str, Any],
+                 workdir: str, held_out: dict[str, np.ndarray], *,
+                 log: Callable[[str], None] = print) -> tuple[dict[str, Any], LM, Any]:
+  """Trains (or resumes) an LM on a recall task with `fit`.
+
+  Returns (summary, model, params): the summary's evaluation is `recall_accuracy` on the
+  `held_out` examples.
+  """
+  check_task(task)
+  if model_config.max_seq_len < task["seq_len"]:
+    raise ValueError(f"LMConfig.max_seq_len ({model_config.max_seq_len}) must be at least "
+                     f"the task's seq_len ({task['seq_len']})")
+  model = LM(model_config)
+  sample = jnp.zeros((1, task["seq_len"]), jnp.int32)
+  final = {}
+
+  def evaluate(params):
+    final["params"] = params
+    return recall_accuracy(model, params, held_out["inputs"], held_out["targets"],
+                           batch_size=train_config.eval_batch_size)
+
+  summary = fit(
+      init_params=jax.jit(lambda rng: model.init(rng, sample)),
+      loss_fn=recall_loss_fn(model),
+      evaluate=evaluate,
+      draw_batch=lambda step: train_batch(task, step=step, batch_size=train_config.batch_size,
+                                          seed=train_config.seed),
+      config=train_config, workdir=workdir, log=log)
+  return summary, model, final["params"]
