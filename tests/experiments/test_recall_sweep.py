@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from experiments import recall_sweep
+from experiments import recall_sweeping as recall_sweep
 from sdm_jax.models import describe
 
 

@@ -1,0 +1,157 @@
+"""The recall sweep behind `experiments.recall_sweep` (importable without defining flags):
+what is trained and scored is described there; `run_sweep(settings, output_dir=...)` runs
+it from Python (settings: a copy of one of `PRESETS`, changed as wanted, plus "mixers")."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from typing import Any, Callable
+
+import jax
+
+from experiments import recall_plots
+from sdm_jax.data.recall_tasks import check_task
+from sdm_jax.models import describe
+from sdm_jax.models.config import LMConfig
+from sdm_jax.training.config import TrainConfig
+from sdm_jax.training.recall import accuracy_by_variant, held_out_examples, train_recall
+
+MIXERS = ("A", "S", "G", "M")
+# Settings that change together with --preset; explicit flags override them.
+PRESETS = {
+    # One H200, under ten minutes: 11 models of d=128 on MQAR with 32 pairs in 256 tokens
+    # (probes: with 16 pairs SA and SG K=32 reach 0.99 in 2000 steps; with 32 pairs in 512
+    # tokens nothing leaves chance in 400 steps).
+    "h200": dict(d_model=128, num_heads=4, base_window=8, windows=[16, 64, 256],
+                 gdn_head_dims=[16, 32, 64], sdm_slots=[1024, 4096, 16384, 65536],
+                 sdm_rw=32, seq_len=256, num_kv_pairs=32, vocab_size=256, steps=3000,
+                 batch_size=64, peak_lr=3e-3, eval_seq_lens=[128, 256, 512],
+                 eval_num_kv_pairs=[8, 16, 32], eval_examples=256,
+                 compute_dtype="bfloat16"),
+    # CPU seconds per model: one knob value per mixer, a few steps (for tests).
+    "smoke": dict(d_model=32, num_heads=2, base_window=4, windows=[8], gdn_head_dims=[16],
+                  sdm_slots=[64], sdm_rw=4, seq_len=32, num_kv_pairs=4, vocab_size=32,
+                  steps=2, batch_size=4, peak_lr=2e-3, eval_seq_lens=[16, 32],
+                  eval_num_kv_pairs=[2, 4], eval_examples=8, compute_dtype="float32"),
+}
+
+def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
+  """[{"name", "mixer", "knob", "value", "model": LMConfig}] for every mixer and knob value.
+
+  Raises ValueError (naming the setting) for a knob value its mixer cannot take.
+  """
+  d = settings["d_model"]
+  max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])
+  base = dict(vocab_size=settings["vocab_size"], d_model=d, num_layers=2,
+              num_heads=settings["num_heads"], window=settings["base_window"],
+              max_seq_len=max_len, compute_dtype=settings["compute_dtype"])
+  points = []
+
+  def add(mixer, knob, value, **fields):
+    name = f"{mixer}_{knob}{value}" if knob else mixer
+    try:
+      model = LMConfig(**{**base, "pattern": "S" + mixer, **fields})
+    except ValueError as error:
+      raise ValueError(f"sweep point {name}: {error}") from None
+    points.append({"name": name, "mixer": mixer, "knob": knob, "value": value,
+                   "model": model})
+
+  for mixer in settings["mixers"]:
+    if mixer == "A":
+      add("A", None, None)
+    elif mixer == "S":
+      for window in settings["windows"]:
+        add("S", "window", window, window=window)
+    elif mixer == "G":
+      for head_dim in settings["gdn_head_dims"]:
+        if d % head_dim:
+          raise ValueError(f"gdn_head_dims: {head_dim} does not divide d_model {d}")
+        add("G", "K", head_dim, gdn_heads=d // head_dim, gdn_head_dim=head_dim)
+    elif mixer == "M":
+      for slots in settings["sdm_slots"]:
+        add("M", "N", slots, sdm_heads=1, sdm_slots=slots, sdm_writes=settings["sdm_rw"],
+            sdm_reads=settings["sdm_rw"])
+  return points
+
+
+def _mixer_layer(model: LMConfig) -> str:
+  return f"layer_1_{model.layer_kinds[1]}"
+
+
+def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, Any], *,
+              workdir: str, log: Callable[[str], None]) -> dict[str, Any]:
+  """Trains one sweep point and scores it; returns its JSON-ready record."""
+  model_config = point["model"]
+  steps = settings["steps"]
+  train_config = TrainConfig(batch_size=settings["batch_size"], seq_len=settings["seq_len"],
+                             steps=steps, peak_lr=settings["peak_lr"],
+                             warmup_steps=max(1, steps // 10) if steps > 1 else 0,
+                             log_every=max(1, steps // 5), checkpoint_every=steps,
+                             eval_batch_size=min(64, settings["eval_examples"]))
+  held_out = held_out_examples(task, settings["eval_examples"], train_config.seed)
+  start = time.perf_counter()
+  summary, model, params = train_recall(model_config, train_config, task, workdir, held_out,
+                                        log=lambda line: log(f"  {line}"))
+  train_s = time.perf_counter() - start
+  scoring = dict(num_examples=settings["eval_examples"], seed=train_config.seed,
+                 batch_size=train_config.eval_batch_size)
+  by_seq_len = accuracy_by_variant(model, params, task, [
+      {"seq_len": length} for length in settings["eval_seq_lens"]], **scoring)
+  by_pairs = accuracy_by_variant(model, params, task, [
+      {"num_kv_pairs": pairs} for pairs in settings["eval_num_kv_pairs"]], **scoring)
+  state = describe.decode_state_bytes(model_config, settings["seq_len"])
+  flops = describe.flops_per_token(model_config, settings["seq_len"])
+  parameters = describe.parameter_counts(model_config)
+  tokens_per_step = settings["batch_size"] * settings["seq_len"]
+  return {
+      "name": point["name"], "mixer": point["mixer"], "knob": point["knob"],
+      "value": point["value"], "pattern": model_config.layer_kinds,
+      # The swept layer's state per sequence at --seq_len (A: its KV cache there).
+      "state_bytes": state[_mixer_layer(model_config)], "model_state_bytes": state["total"],
+      "flops_per_token": flops["total"],
+      "mixer_flops_per_token": flops[f"mixer_{point['mixer']}"],
+      "non_memory_parameters": parameters["non_memory"],
+      "memory_m0_parameters": parameters["memory_m0"],
+      "accuracy": summary["accuracy"], "final_loss": summary["train_loss"],
+      "train_s": train_s,
+      "step_ms": (1e3 * tokens_per_step / summary["tokens_per_s"]
+                  if summary["tokens_per_s"] else None),
+      "by_seq_len": by_seq_len, "by_num_kv_pairs": by_pairs,
+  }
+
+
+def run_sweep(settings: dict[str, Any], *, output_dir: str, workdir_root: str | None = None,
+              log: Callable[[str], None] = print) -> dict[str, Any]:
+  """Trains and scores every sweep point; writes results.json and the plots."""
+  task = check_task({"name": "mqar", "seq_len": settings["seq_len"],
+                     "vocab_size": settings["vocab_size"],
+                     "num_kv_pairs": settings["num_kv_pairs"]})
+  points = sweep_points(settings)  # every point's ValueError before anything trains
+  for length in settings["eval_seq_lens"]:
+    check_task({**task, "seq_len": length})
+  for pairs in settings["eval_num_kv_pairs"]:
+    check_task({**task, "num_kv_pairs": pairs})
+  workdir_root = workdir_root or tempfile.mkdtemp(prefix="recall_sweep_")
+  os.makedirs(output_dir, exist_ok=True)
+  results = {"task": task, "settings": settings, "device": jax.devices()[0].device_kind,
+             "chance": 1 / (settings["vocab_size"] - settings["vocab_size"] // 2),
+             "models": []}
+  sweep_start = time.perf_counter()
+  for point in points:
+    log(f"== {point['name']} (pattern {point['model'].layer_kinds})")
+    record = run_point(point, settings, task, workdir=os.path.join(workdir_root,
+                                                                    point["name"]), log=log)
+    results["models"].append(record)
+    results["wall_s"] = time.perf_counter() - sweep_start
+    log(f"  {point['name']}: accuracy {record['accuracy']:.3f}, state "
+        f"{record['state_bytes']:,} B, {record['train_s']:.1f} s")
+    with open(os.path.join(output_dir, "results.json"), "w") as f:
+      json.dump(results, f, indent=1)
+  results["plots"] = recall_plots.write_plots(results, output_dir)
+  with open(os.path.join(output_dir, "results.json"), "w") as f:
+    json.dump(results, f, indent=1)
+  log(recall_plots.format_table(results))
+  return results
