@@ -17,28 +17,17 @@ from absl import flags
 
 from experiments import common
 from experiments import comparison
+from experiments import comparison_flags
 
 _CONFIGS = flags.DEFINE_list("configs", None, "Config names to train, e.g. "
                              "hybrid_attn_small,gdn_small,sdm_small.", required=True)
-_STEPS = flags.DEFINE_integer("steps", None, "Training steps of every model (default: the "
-                              "configs' train.steps).")
-_WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Workdirs go to <root>/<config> "
-                                    "(default: a new temporary directory).")
-_DATA = flags.DEFINE_string("data", None, "Override data.path of every config.")
-_MODEL_OVERRIDES = flags.DEFINE_string("model_overrides", "{}", "JSON of model fields set in "
-                                       "every config (e.g. '{\"d_model\": 32}').")
-_TRAIN_OVERRIDES = flags.DEFINE_string("train_overrides", "{}", "JSON of train fields set in "
-                                       "every config.")
 _SUMMARY_FILE = flags.DEFINE_string("summary_file", None, "Also write the JSON summary here.")
 
 
 def main(argv):
   del argv
   common.quiet_logging()
-  summary = comparison.compare(_CONFIGS.value, steps=_STEPS.value,
-                               workdir_root=_WORKDIR_ROOT.value, data_path=_DATA.value,
-                               model_overrides=json.loads(_MODEL_OVERRIDES.value),
-                               train_overrides=json.loads(_TRAIN_OVERRIDES.value))
+  summary = comparison.compare(_CONFIGS.value, **comparison_flags.comparison_kwargs())
   print(comparison.format_table(summary))
   if _SUMMARY_FILE.value:
     with open(_SUMMARY_FILE.value, "w") as f:

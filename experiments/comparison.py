@@ -148,12 +148,16 @@ def _state_bytes(report: dict[str, Any]) -> int | None:
   return None
 
 
+def run_line(summary: dict[str, Any]) -> str:
+  """The first line of a table: device, steps, tokens per model and the unigram BPB."""
+  return (f"{summary['device']}: {summary['steps']} steps, {summary['tokens_per_model']:,} "
+          f"tokens per model; unigram BPB {summary['unigram_bpb']:.4f}")
+
+
 def format_table(summary: dict[str, Any]) -> str:
   """Val BPB, step time, parameters (non-memory and M0 apart where the kind reports them)
   and state per sequence of every model in a `compare` summary."""
-  lines = [f"{summary['device']}: {summary['steps']} steps, "
-           f"{summary['tokens_per_model']:,} tokens per model; unigram BPB "
-           f"{summary['unigram_bpb']:.4f}",
+  lines = [run_line(summary),
            f"{'model':<22} {'val_bpb':>8} {'step_ms':>8} {'train_s':>8} {'params':>11} "
            f"{'non_memory':>11} {'m0':>11} {'state/seq':>12}"]
   number = lambda value: "-" if value is None else f"{value:,}"  # noqa: E731

@@ -111,9 +111,7 @@ def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | 
 
 def format_table(summary: dict[str, Any]) -> str:
   """The human-readable part of a `compare` summary."""
-  lines = [f"{summary['size']} on {summary['device']}: {summary['steps']} steps, "
-           f"{summary['tokens_per_model']:,} tokens per model; unigram BPB "
-           f"{summary['unigram_bpb']:.4f}",
+  lines = [f"{summary['size']} on {comparison.run_line(summary)}",
            f"{'model':<22} {'params':>10} {'val_bpb':>8} {'teacher':>8} {'recurrent':>9} "
            f"{'mem=0':>8} {'train_s':>8}"]
   dash = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731

@@ -51,3 +51,11 @@ def test_build_runs_applies_overrides_and_refuses_unequal_tokens():
     build_runs(["gdn_tiny", "gdn_tiny"])
   with pytest.raises(ValueError, match="unknown config"):
     build_runs(["gdn_nope"])
+
+
+def test_overrides_must_be_json_objects(run_cli_process):
+  process = run_cli_process("compare", "--configs=gdn_tiny", "--model_overrides=[1]")
+  assert process.returncode != 0
+  assert "--model_overrides must be a JSON object, got '[1]'" in process.stderr
+  process = run_cli_process("compare", "--configs=gdn_tiny", "--train_overrides={steps: 1}")
+  assert process.returncode != 0 and "--train_overrides must be a JSON object" in process.stderr
