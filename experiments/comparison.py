@@ -79,7 +79,7 @@ def train_run(name: str, run: Run, *, workdir: str, train_tokens: np.ndarray,
               ) -> tuple[dict[str, Any], Any, Any]:
   """Trains (or resumes) one run into `workdir`; returns (result, model, params).
 
-  result: the trainer's summary plus "wall_s", "step_ms" (steady step time),
+  result: the trainer's summary (with "step_ms", the steady step time) plus "wall_s",
   "parameters_total" and "describe" (the kind's report at the training length).
   """
   log(f"== training {name} ({type(run.model).__name__}) for {run.train.steps} steps")
@@ -88,9 +88,6 @@ def train_run(name: str, run: Run, *, workdir: str, train_tokens: np.ndarray,
                           extra_config={"name": name, "data": dataclasses.asdict(run.data)},
                           log=lambda line: log(f"  {line}"))
   result["wall_s"] = time.perf_counter() - start
-  tokens_per_step = run.train.batch_size * run.train.seq_len
-  result["step_ms"] = (1e3 * tokens_per_step / result["tokens_per_s"]
-                       if result.get("tokens_per_s") else None)
   model, params, _, _ = run.kind.load(workdir)
   result["parameters_total"] = parameter_total(params)
   result["describe"] = run.kind.describe(run.model, run.train.seq_len)

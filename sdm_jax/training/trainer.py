@@ -99,7 +99,9 @@ def fit(*, init_params: Callable[[jax.Array], Any],
       schedule still spans config.steps, and a later call resumes from here.
 
   Returns:
-    {"step", "train_loss", "tokens_per_s", "elapsed_s", **evaluate(params)}.
+    {"step", "train_loss", "tokens_per_s", "step_ms", "elapsed_s", **evaluate(params)}:
+    tokens_per_s and step_ms are those of the last logging interval (compilation falls in
+    the first); step_ms is None when nothing was trained.
   """
   mesh = make_mesh(config.num_devices)
   optimizer = optimizer_for(config)
@@ -149,6 +151,7 @@ def fit(*, init_params: Callable[[jax.Array], Any],
     log(f"workdir already holds step {start_step} >= steps={config.steps}: nothing to train")
   evaluation = evaluate(state.params)
   return {"step": int(state.step), "train_loss": last_loss, "tokens_per_s": tokens_per_s,
+          "step_ms": 1e3 * tokens_per_step / tokens_per_s if tokens_per_s else None,
           "elapsed_s": time.perf_counter() - run_start, **evaluation}
 
 

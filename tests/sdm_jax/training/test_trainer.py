@@ -65,6 +65,12 @@ def test_resumed_run_reaches_the_same_parameters(tmp_path):
   records = [json.loads(line) for line in open(os.path.join(straight, "metrics.jsonl"))]
   assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
   assert set(records[0]) == {"step", "loss", "lr", "grad_norm", "tokens_per_s"}
+  config = train_config()
+  assert summary["step_ms"] == pytest.approx(
+      1e3 * config.batch_size * config.seq_len / summary["tokens_per_s"])
+  # A run that finds its work done trains nothing: no step time to report.
+  again = train_lm(MODEL, config, train, val, straight, log=quiet)
+  assert again["step"] == 6 and again["step_ms"] is None
 
 
 def test_nan_guard_stops_and_keeps_the_last_good_checkpoint(tmp_path):
