@@ -40,7 +40,8 @@ from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS, check_task, ta
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.recall import (accuracy_by_variant, held_out_examples,
+from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
+                                     evaluation_variants, held_out_examples,
                                      recall_accuracy, train_recall)
 from sdm_jax.training.trainer import (CONFIG_FILE, read_workdir_config, restore_params,
                                       write_workdir_config)
@@ -106,15 +107,11 @@ def task_from_flags() -> dict[str, Any]:
 
 
 def eval_variants() -> dict[str, list[dict[str, int]]]:
-  """{"by_seq_len": [{"seq_len": L}, ...], "by_num_kv_pairs": [...]} of the eval flags."""
-  variants = {}
-  if _EVAL_SEQ_LENS.value:
-    variants["by_seq_len"] = [{"seq_len": int(v)} for v in _EVAL_SEQ_LENS.value]
-  if _EVAL_NUM_KV_PAIRS.value:
-    if _TASK.value != "mqar":
-      raise ValueError("--eval_num_kv_pairs applies to --task=mqar only")
-    variants["by_num_kv_pairs"] = [{"num_kv_pairs": int(v)} for v in _EVAL_NUM_KV_PAIRS.value]
-  return variants
+  """The variants the eval flags ask for (`evaluation_variants`)."""
+  if _EVAL_NUM_KV_PAIRS.value and _TASK.value != "mqar":
+    raise ValueError("--eval_num_kv_pairs applies to --task=mqar only")
+  return evaluation_variants(seq_lens=_EVAL_SEQ_LENS.value,
+                             num_kv_pairs=_EVAL_NUM_KV_PAIRS.value)
 
 
 def check_examples(inputs: Any, targets: Any, vocab_size: int, max_seq_len: int,
@@ -172,8 +169,7 @@ def _configs_from_flags(task: dict[str, Any], variants: dict[str, list[dict[str,
 def _train_main(workdir: str) -> dict[str, Any]:
   task = task_from_flags()  # The task's ValueErrors before anything is written.
   variants = eval_variants()
-  for variant in (v for group in variants.values() for v in group):
-    check_task({**task, **variant})
+  check_variants(task, variants)
   name, model_config, train_config = _configs_from_flags(task, variants)
   saved_path = os.path.join(workdir, CONFIG_FILE)
   if os.path.exists(saved_path):

@@ -17,7 +17,8 @@ from sdm_jax.data.recall_tasks import check_task
 from sdm_jax.models import describe
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.recall import accuracy_by_variant, held_out_examples, train_recall
+from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
+                                     evaluation_variants, held_out_examples, train_recall)
 
 MIXERS = ("A", "S", "G", "M")
 # Settings that change together with --preset; explicit flags override them.
@@ -37,6 +38,7 @@ PRESETS = {
                   steps=2, batch_size=4, peak_lr=2e-3, eval_seq_lens=[16, 32],
                   eval_num_kv_pairs=[2, 4], eval_examples=8, compute_dtype="float32"),
 }
+
 
 def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
   """[{"name", "mixer", "knob", "value", "model": LMConfig}] for every mixer and knob value.
@@ -81,9 +83,11 @@ def _mixer_layer(model: LMConfig) -> str:
   return f"layer_1_{model.layer_kinds[1]}"
 
 
-def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, Any], *,
-              workdir: str, log: Callable[[str], None]) -> dict[str, Any]:
-  """Trains one sweep point and scores it; returns its JSON-ready record."""
+def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, Any],
+              variants: dict[str, list[dict[str, int]]], *, workdir: str,
+              log: Callable[[str], None]) -> dict[str, Any]:
+  """Trains one sweep point and scores it (also on every evaluation variant); returns its
+  JSON-ready record."""
   model_config = point["model"]
   steps = settings["steps"]
   train_config = TrainConfig(batch_size=settings["batch_size"], seq_len=settings["seq_len"],
@@ -98,14 +102,12 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
   train_s = time.perf_counter() - start
   scoring = dict(num_examples=settings["eval_examples"], seed=train_config.seed,
                  batch_size=train_config.eval_batch_size)
-  by_seq_len = accuracy_by_variant(model, params, task, [
-      {"seq_len": length} for length in settings["eval_seq_lens"]], **scoring)
-  by_pairs = accuracy_by_variant(model, params, task, [
-      {"num_kv_pairs": pairs} for pairs in settings["eval_num_kv_pairs"]], **scoring)
+  scored = {"by_seq_len": [], "by_num_kv_pairs": []}
+  for key, group in variants.items():
+    scored[key] = accuracy_by_variant(model, params, task, group, **scoring)
   state = describe.decode_state_bytes(model_config, settings["seq_len"])
   flops = describe.flops_per_token(model_config, settings["seq_len"])
   parameters = describe.parameter_counts(model_config)
-  tokens_per_step = settings["batch_size"] * settings["seq_len"]
   return {
       "name": point["name"], "mixer": point["mixer"], "knob": point["knob"],
       "value": point["value"], "pattern": model_config.layer_kinds,
@@ -117,10 +119,14 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
       "memory_m0_parameters": parameters["memory_m0"],
       "accuracy": summary["accuracy"], "final_loss": summary["train_loss"],
       "train_s": train_s,
-      "step_ms": (1e3 * tokens_per_step / summary["tokens_per_s"]
-                  if summary["tokens_per_s"] else None),
-      "by_seq_len": by_seq_len, "by_num_kv_pairs": by_pairs,
+      "step_ms": summary["step_ms"],
+      **scored,
   }
+
+
+def _write_results(results: dict[str, Any], output_dir: str) -> None:
+  with open(os.path.join(output_dir, "results.json"), "w") as f:
+    json.dump(results, f, indent=1)
 
 
 def run_sweep(settings: dict[str, Any], *, output_dir: str, workdir_root: str | None = None,
@@ -129,11 +135,11 @@ def run_sweep(settings: dict[str, Any], *, output_dir: str, workdir_root: str | 
   task = check_task({"name": "mqar", "seq_len": settings["seq_len"],
                      "vocab_size": settings["vocab_size"],
                      "num_kv_pairs": settings["num_kv_pairs"]})
-  points = sweep_points(settings)  # every point's ValueError before anything trains
-  for length in settings["eval_seq_lens"]:
-    check_task({**task, "seq_len": length})
-  for pairs in settings["eval_num_kv_pairs"]:
-    check_task({**task, "num_kv_pairs": pairs})
+  # Every point's and every evaluation variant's ValueError before anything trains.
+  points = sweep_points(settings)
+  variants = evaluation_variants(seq_lens=settings["eval_seq_lens"],
+                                 num_kv_pairs=settings["eval_num_kv_pairs"])
+  check_variants(task, variants)
   workdir_root = workdir_root or tempfile.mkdtemp(prefix="recall_sweep_")
   os.makedirs(output_dir, exist_ok=True)
   results = {"task": task, "settings": settings, "device": jax.devices()[0].device_kind,
@@ -142,16 +148,14 @@ def run_sweep(settings: dict[str, Any], *, output_dir: str, workdir_root: str | 
   sweep_start = time.perf_counter()
   for point in points:
     log(f"== {point['name']} (pattern {point['model'].layer_kinds})")
-    record = run_point(point, settings, task, workdir=os.path.join(workdir_root,
-                                                                    point["name"]), log=log)
+    record = run_point(point, settings, task, variants,
+                       workdir=os.path.join(workdir_root, point["name"]), log=log)
     results["models"].append(record)
     results["wall_s"] = time.perf_counter() - sweep_start
     log(f"  {point['name']}: accuracy {record['accuracy']:.3f}, state "
         f"{record['state_bytes']:,} B, {record['train_s']:.1f} s")
-    with open(os.path.join(output_dir, "results.json"), "w") as f:
-      json.dump(results, f, indent=1)
+    _write_results(results, output_dir)
   results["plots"] = recall_plots.write_plots(results, output_dir)
-  with open(os.path.join(output_dir, "results.json"), "w") as f:
-    json.dump(results, f, indent=1)
+  _write_results(results, output_dir)
   log(recall_plots.format_table(results))
   return results

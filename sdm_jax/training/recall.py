@@ -70,6 +70,26 @@ def recall_accuracy(model: LM, params, inputs: np.ndarray, targets: np.ndarray, 
           "positions": total}
 
 
+def evaluation_variants(*, seq_lens: Sequence[int] = (), num_kv_pairs: Sequence[int] = ()
+                        ) -> dict[str, list[dict[str, int]]]:
+  """{"by_seq_len": [{"seq_len": L}, ...], "by_num_kv_pairs": [{"num_kv_pairs": P}, ...]},
+  each group present when its list is non-empty: the variants `accuracy_by_variant` scores."""
+  variants = {}
+  if seq_lens:
+    variants["by_seq_len"] = [{"seq_len": int(n)} for n in seq_lens]
+  if num_kv_pairs:
+    variants["by_num_kv_pairs"] = [{"num_kv_pairs": int(n)} for n in num_kv_pairs]
+  return variants
+
+
+def check_variants(task: dict[str, Any], variants: dict[str, list[dict[str, Any]]]) -> None:
+  """ValueError (from `check_task`) for the first variant of `task` that is not a valid
+  task, so a bad evaluation setting fails before training rather than after it."""
+  for group in variants.values():
+    for variant in group:
+      check_task({**task, **variant})
+
+
 def accuracy_by_variant(model: LM, params, task: dict[str, Any],
                         variants: Sequence[dict[str, Any]], *, num_examples: int, seed: int,
                         batch_size: int) -> list[dict[str, Any]]:

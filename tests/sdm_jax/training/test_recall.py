@@ -60,3 +60,13 @@ def test_accuracy_counts_argmax_hits_at_labelled_positions():
   with pytest.raises(ValueError, match="num_kv_pairs"):
     recall.accuracy_by_variant(model, params, TASK, [{"num_kv_pairs": 9}], num_examples=1,
                                seed=0, batch_size=1)
+
+
+def test_evaluation_variants_and_their_checks():
+  assert recall.evaluation_variants() == {}
+  variants = recall.evaluation_variants(seq_lens=["16", 64], num_kv_pairs=[2])
+  assert variants == {"by_seq_len": [{"seq_len": 16}, {"seq_len": 64}],
+                      "by_num_kv_pairs": [{"num_kv_pairs": 2}]}
+  recall.check_variants(TASK, variants)
+  with pytest.raises(ValueError, match="num_kv_pairs"):
+    recall.check_variants(TASK, recall.evaluation_variants(num_kv_pairs=[2, 9]))
