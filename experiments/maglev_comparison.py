@@ -35,14 +35,19 @@ def config_name(size: str, model: str) -> str:
   return f"maglev_{size}_{suffix}" if suffix else f"maglev_{size}"
 
 
+def config_names(size: str, models: Sequence[str]) -> list[str]:
+  """The config names of `models`; ValueError unless they are a non-empty subset of MODELS."""
+  unknown = sorted(set(models) - set(MODELS))
+  if unknown or not models:
+    raise ValueError(f"models must be a non-empty subset of {MODELS}, got {list(models)}")
+  return [config_name(size, model) for model in models]
+
+
 def build_configs(size: str, models: Sequence[str], *, steps: int | None,
                   data_path: str | None, model_overrides: dict[str, Any],
                   train_overrides: dict[str, Any]) -> dict[str, comparison.Run]:
   """{config name: Run}, all at equal tokens (`experiments.comparison.build_runs`)."""
-  unknown = sorted(set(models) - set(MODELS))
-  if unknown or not models:
-    raise ValueError(f"models must be a non-empty subset of {MODELS}, got {list(models)}")
-  return comparison.build_runs([config_name(size, model) for model in models], steps=steps,
+  return comparison.build_runs(config_names(size, models), steps=steps,
                                data_path=data_path, model_overrides=model_overrides,
                                train_overrides=train_overrides)
 
@@ -85,8 +90,7 @@ def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | 
             prefill_len: int | None = None, tol: float = 1e-4, repeats: int = 5,
             log: Callable[[str], None] = print) -> dict[str, Any]:
   """Trains, evaluates and times as the module docstring says; returns the JSON summary."""
-  build_configs(size, models, steps=None, data_path=None, model_overrides={},
-                train_overrides={})  # checks the model names before anything trains
+  names = config_names(size, models)  # checks the model names before anything trains
 
   def prefill(name, run, model, params, val_tokens):
     if not isinstance(model, Maglev):
@@ -99,7 +103,7 @@ def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | 
     return result
 
   summary = comparison.compare(
-      [config_name(size, model) for model in models], steps=steps,
+      names, steps=steps,
       workdir_root=workdir_root or tempfile.mkdtemp(prefix=f"maglev_compare_{size}_"),
       data_path=data_path, model_overrides=model_overrides, train_overrides=train_overrides,
       after_training=prefill, log=log)
