@@ -32,3 +32,15 @@ _CACHE_DIR = os.path.join(tempfile.gettempdir(), f"sdm_jax_test_cache_{os.getuid
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_collection_modifyitems(config, items):
+  """Tests marked `gpu` run compiled GPU kernels: they skip where JAX has no GPU."""
+  del config
+  if jax.default_backend() == "gpu":
+    return
+  import pytest  # pylint: disable=g-import-not-at-top
+  skip = pytest.mark.skip(reason="needs a GPU (jax.default_backend() != 'gpu')")
+  for item in items:
+    if "gpu" in item.keywords:
+      item.add_marker(skip)

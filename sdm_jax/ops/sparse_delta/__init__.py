@@ -3,7 +3,8 @@
 Each token writes W distinct slots and reads R slots of a per-sequence table [N, Dv]; only
 the written rows decay. `sparse_delta_rule` runs a sequence (training, prefill),
 `sparse_delta_step` one token (decode). Implementations: `naive.py` (token by token, the
-definition) and `chunk.py` (chunks of C tokens, memory-bounded backward).
+definition) and `chunk.py` (chunks of C tokens, memory-bounded backward), whose phase 2
+runs in XLA ("chunked") or as Pallas kernels ("pallas", `pallas_kernels.sparse_delta`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,30 @@ from __future__ import annotations
 import jax
 
 from sdm_jax.ops.sparse_delta import checks
+from sdm_jax.ops.sparse_delta.chunk import pallas_unsupported
 from sdm_jax.ops.sparse_delta.chunk import sparse_delta_rule_chunked
 from sdm_jax.ops.sparse_delta.naive import sparse_delta_rule_reference
 from sdm_jax.ops.sparse_delta.naive import sparse_delta_step
 
 IMPLS = ("auto", "reference", "chunked", "pallas")
+
+
+def resolve_impl(impl: str, memory, v, *, chunk_size: int) -> str:
+  """The implementation `impl` runs for these inputs (the op's `memory` and `v`).
+
+  "auto" is the Pallas kernel on a GPU when it can take the inputs (`pallas_unsupported`:
+  float32 or bfloat16 table, float32 accumulation, Dv a multiple of 16, chunk_size a power
+  of two in [16, 256]) and the chunked XLA path otherwise; every other value is itself
+  ("pallas" runs in interpret mode off GPU, slowly: for tests).
+  """
+  if impl not in IMPLS:
+    raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+  if impl != "auto":
+    return impl
+  if jax.default_backend() != "gpu":
+    return "chunked"
+  accumulation = checks.accumulation_dtype(memory, v)
+  return "chunked" if pallas_unsupported(memory, v, chunk_size, accumulation) else "pallas"
 
 
 def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
@@ -40,34 +60,34 @@ def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
     g: [B, T, H] log forget gate, finite and <= 0.
     read_idx: [B, T, H, R] integer slot ids in [0, N).
     read_w: [B, T, H, R] read weights q.
-    chunk_size: tokens per chunk of the chunked form; T need not be a multiple.
+    chunk_size: tokens per chunk of the chunked forms; T need not be a multiple.
     error: "shared" (default, the trained form) or "per_slot" (the paper's Eq. 4).
-    impl: "auto" (chunked for now), "reference" (token-by-token scan) or "chunked";
-      "pallas" is reserved for the GPU kernel.
+    impl: "auto" (the Pallas kernel on GPU where it applies, else "chunked"; see
+      `resolve_impl`), "reference" (token-by-token scan), "chunked" (phase 2 in XLA) or
+      "pallas" (the kernel everywhere; interpret mode off GPU; ValueError naming the limit
+      for inputs it cannot take).
 
   Returns:
-    out [B, T, H, Dv] in v's dtype and final_memory [B, H, N, Dv] in the accumulation
-    dtype (float32; float64 when an input is float64).
+    out [B, T, H, Dv] in v's dtype and final_memory [B, H, N, Dv] in the table's storage
+    dtype: a bfloat16 table stays bfloat16 (rows widened for the math, rounded once per
+    chunk when stored), others float32 (float64 when an input is float64). Gradients are
+    accumulated in float32 either way.
 
   In the per-slot form, a write with beta * k = 1 erases the slot; the chunked form then
   keeps exp(-80) of the old row and passes no gradient through that erasure.
   """
-  if impl not in IMPLS:
-    raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-  if impl == "pallas":
-    raise ValueError(
-        "impl='pallas': no Pallas kernel for the sparse delta rule exists yet; use one of "
-        "('auto', 'reference', 'chunked')")
   checks.check_error_form(error)
   checks.check_chunk_size(chunk_size)
+  impl = resolve_impl(impl, memory, v, chunk_size=chunk_size)
   args = (memory, write_idx, write_w, v, beta, g, read_idx, read_w)
   if impl == "reference":
     return sparse_delta_rule_reference(*args, error=error)
-  return sparse_delta_rule_chunked(*args, chunk_size=chunk_size, error=error)
+  return sparse_delta_rule_chunked(*args, chunk_size=chunk_size, error=error, impl=impl)
 
 
 __all__ = [
     "IMPLS",
+    "resolve_impl",
     "sparse_delta_rule",
     "sparse_delta_rule_chunked",
     "sparse_delta_rule_reference",

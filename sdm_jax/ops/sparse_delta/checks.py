@@ -1,8 +1,9 @@
 """Input validation and dtype handling shared by every sparse delta rule implementation.
 
 Invalid input raises a ValueError naming the field and what is allowed. Valid input comes
-back canonical: ids int32, every float in the accumulation dtype (float32, or float64 when
-an input is float64), the table broadcast to one copy per sequence [B, H, N, Dv].
+back canonical: ids int32, every token float in the accumulation dtype (float32, or float64
+when an input is float64), the table in its storage dtype (`storage_dtype`), broadcast to
+one copy per sequence [B, H, N, Dv] unless asked not to.
 """
 
 from __future__ import annotations
@@ -43,12 +44,23 @@ def accumulation_dtype(*arrays: jax.Array) -> np.dtype:
   return np.dtype(jnp.promote_types(jnp.float32, jnp.result_type(*arrays)))
 
 
+def storage_dtype(memory_dtype, accumulation) -> np.dtype:
+  """The table's dtype in memory: bfloat16 tables stay bfloat16 (rows are widened for the
+  math and rounded once when stored); anything else is stored in the accumulation dtype,
+  and float64 inputs make every table float64."""
+  if np.dtype(accumulation) != np.float64 and np.dtype(memory_dtype) == jnp.bfloat16:
+    return np.dtype(jnp.bfloat16)
+  return np.dtype(accumulation)
+
+
 def canonicalize_inputs(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
-                        time_axis: bool) -> tuple[SparseDeltaInputs, np.dtype]:
+                        time_axis: bool, broadcast_memory: bool = True
+                        ) -> tuple[SparseDeltaInputs, np.dtype]:
   """Validates shapes and dtypes; returns canonical inputs and the accumulation dtype.
 
   With `time_axis`, token arrays are [B, T, H, ...]; without, [B, H, ...] (one step).
-  `memory` is [B, H, N, Dv] (one table per sequence) or [H, N, Dv] (shared, broadcast).
+  `memory` is [B, H, N, Dv] (one table per sequence) or [H, N, Dv] (shared), returned in
+  `storage_dtype` and, with `broadcast_memory`, as [B, H, N, Dv].
   """
   named = dict(memory=memory, write_idx=write_idx, write_w=write_w, v=v, beta=beta, g=g,
                read_idx=read_idx, read_w=read_w)
@@ -100,7 +112,9 @@ def canonicalize_inputs(memory, write_idx, write_w, v, beta, g, read_idx, read_w
         "one token must be distinct")
 
   dtype = accumulation_dtype(memory, write_w, v, beta, g, read_w)
-  memory = jnp.broadcast_to(memory.astype(dtype), (batch, heads, num_slots, value_dim))
+  memory = memory.astype(storage_dtype(memory.dtype, dtype))
+  if broadcast_memory:
+    memory = jnp.broadcast_to(memory, (batch, heads, num_slots, value_dim))
   canonical = SparseDeltaInputs(
       memory=memory,
       write_idx=write_idx.astype(jnp.int32),

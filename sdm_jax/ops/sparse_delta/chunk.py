@@ -13,27 +13,24 @@ The per-slot form has no solve: delta = beta V, and the log decay of slot s at t
 log(alpha_u (1 - beta_u k_u(s))). Every decay factor is exp of a difference of cumulative
 sums along a matched pair (never exp(-L), which overflows when a slot is written often).
 
-Phase 1 (`plan_chunks`) computes everything that does not depend on the table, for all
-chunks at once. Phase 2 (`scan_chunks`) is a `lax.scan` over chunks carrying the table: per
-chunk, gather the rows it writes (sorted unique slots, padded with out-of-range ids) and
-reads, apply the pure chunk function `_chunk_rows`, scatter the new rows. Its `custom_vjp`
-keeps only the rows each chunk overwrote and walks the chunks in reverse, undoing the
-writes to recover each chunk's starting rows, so residual memory is O(T W Dv + N Dv) per
-sequence and head instead of a table per chunk. A kernel replaces `_chunk_step` (gather,
-f, scatter) and its backward twin; phase 1 and the table bookkeeping stay as they are.
+Phase 1 (`plan_chunks`, here) computes everything that does not depend on the table, for
+all chunks at once. Phase 2 applies the plan to the table chunk after chunk, with an
+undo-writes backward: `pallas_kernels.sparse_delta.scan_xla` (a `lax.scan` of gathers and
+scatters, impl "chunked") or `scan_pallas` (Pallas kernels per chunk, impl "pallas").
 """
 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import jax
 from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.sparse_delta import scan_pallas
+from pallas_kernels.sparse_delta import scan_xla
+from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 from sdm_jax.ops.sparse_delta import checks
-from sdm_jax.ops.sparse_delta.naive import weighted_rows
 
 # The C x C products feed the recurrence: keep them in full float32 (no TF32 on GPU).
 _PRECISION = lax.Precision.HIGHEST
@@ -42,29 +39,6 @@ _PRECISION = lax.Precision.HIGHEST
 # cumulative sums stay finite: exp(-80) ~ 2e-35 leaves ~0 of the overwritten row either
 # way, but no gradient flows through that token's retention.
 _MIN_LOG_RETENTION = -80.0
-
-
-class ChunkIds(NamedTuple):
-  """Integer addressing of each chunk; leading axes [..., n_chunks], U = C * W."""
-  slots: jax.Array      # [..., U] sorted unique written slots, then distinct ids >= N
-  write_pos: jax.Array  # [..., C, W] position of each written id in `slots`
-  read_idx: jax.Array   # [..., C, R] read slot ids
-
-
-class ChunkCoefs(NamedTuple):
-  """Table-independent coefficients of each chunk (the differentiable part of phase 1)."""
-  write_coef: jax.Array | None  # [..., C, W] k_u(s) exp(L_u(s)); shared form only
-  solve: jax.Array | None       # [..., C, C] (I + diag(beta) A)^-1 diag(beta); shared only
-  read_coef: jax.Array          # [..., C, R] q_t(s) exp(L_t(s))
-  qk: jax.Array                 # [..., C, C]
-  update_coef: jax.Array        # [..., C, W] k_u(s) exp(L_C(s) - L_u(s))
-  end_decay: jax.Array          # [..., U] exp(L_C(s)) of each unique slot
-  values: jax.Array             # [..., C, Dv] v (shared) or beta v (per slot)
-
-
-class ChunkPlan(NamedTuple):
-  ids: ChunkIds
-  coefs: ChunkCoefs
 
 
 def _unit_lower_inverse(lower: jax.Array) -> jax.Array:
@@ -175,15 +149,16 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
 
 
 def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: int,
-                chunk_size: int, error: str) -> ChunkPlan:
+                chunk_size: int, error: str, shorten: bool = True) -> ChunkPlan:
   """Phase 1 for every chunk at once, batched over B, H and chunks.
 
   Takes canonical token arrays [B, T, H, ...] (see `checks.canonicalize_inputs`); returns
-  a plan with leading axes [B, H, n_chunks], C = min(chunk_size, T). T is padded to a
-  multiple of C with tokens that change nothing (zero weights, beta and g).
+  a plan with leading axes [B, H, n_chunks] and chunks of C = min(chunk_size, T) tokens
+  (C = chunk_size if not `shorten`). T is padded to a multiple of C with tokens that change
+  nothing (zero weights, beta and g).
   """
   batch, seq_len, heads, num_writes = write_idx.shape
-  chunk = min(chunk_size, seq_len)
+  chunk = min(chunk_size, seq_len) if shorten else chunk_size
   num_chunks = -(-seq_len // chunk)
   pad = num_chunks * chunk - seq_len
 
@@ -204,124 +179,63 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   return jax.tree.map(lambda x: x.reshape(batch, heads, num_chunks, *x.shape[1:]), plan)
 
 
-def _chunk_rows(rows, ids: ChunkIds, coefs: ChunkCoefs, error):
-  """The pure chunk function f: (starting rows) -> (out [C, Dv], new written rows [U, Dv]).
-
-  rows [U + C * R, Dv]: the chunk's starting rows at `ids.slots` (U, padding rows zero),
-  then at `ids.read_idx`. All of a chunk's table math is here; phase 2's backward
-  differentiates it with `jax.vjp`.
-  """
-  num_unique = ids.slots.shape[-1]
-  written = rows[:num_unique]
-  read_rows = rows[num_unique:].reshape(*ids.read_idx.shape, rows.shape[-1])
-  if error == "shared":
-    start_estimate = weighted_rows(coefs.write_coef, written[ids.write_pos])  # r0 [C, Dv]
-    delta = jnp.dot(coefs.solve, coefs.values - start_estimate, precision=_PRECISION)
-  else:
-    delta = coefs.values
-  out = (weighted_rows(coefs.read_coef, read_rows)
-         + jnp.dot(coefs.qk, delta, precision=_PRECISION))
-  updates = coefs.update_coef[:, :, None] * delta[:, None, :]
-  new_rows = (coefs.end_decay[:, None] * written).at[ids.write_pos].add(updates)
-  return out, new_rows
-
-
-def _gather_rows(table, ids: ChunkIds):
-  """The rows f reads, in one gather: one op whose result feeds the scatter, so XLA orders
-  every read of the table before the in-place write (separate read gathers made it copy
-  the whole table every chunk)."""
-  row_ids = jnp.concatenate([ids.slots, ids.read_idx.reshape(-1)])
-  return table.at[row_ids].get(mode="fill", fill_value=0)
-
-
-def _scatter_rows(table, slots, rows):
-  return table.at[slots].set(rows, mode="drop", indices_are_sorted=True, unique_indices=True)
-
-
-def _chunk_step(memory, ids: ChunkIds, coefs: ChunkCoefs, error):
-  rows = _gather_rows(memory, ids)
-  out, new_rows = _chunk_rows(rows, ids, coefs, error)
-  written = rows[:ids.slots.shape[-1]]
-  return _scatter_rows(memory, ids.slots, new_rows), out, written
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
-def _scan_sequence(memory, ids: ChunkIds, coefs: ChunkCoefs, error: str):
-  """Phase 2 for one sequence and head: memory [N, Dv], plan [n_chunks, ...]."""
-
-  def step(memory, chunk):
-    memory, out, _ = _chunk_step(memory, *chunk, error)
-    return memory, out
-
-  memory, out = lax.scan(step, memory, (ids, coefs))
-  return out, memory
-
-
-def _scan_sequence_fwd(memory, ids, coefs, error):
-  def step(memory, chunk):
-    memory, out, written = _chunk_step(memory, *chunk, error)
-    return memory, (out, written)
-
-  memory, (out, snapshots) = lax.scan(step, memory, (ids, coefs))
-  return (out, memory), (ids, coefs, snapshots, memory)
-
-
-def _scan_sequence_bwd(error, residuals, cotangents):
-  ids, coefs, snapshots, final_memory = residuals
-  d_out, d_final_memory = cotangents
-
-  def step(carry, chunk):
-    memory, d_memory = carry
-    ids_c, coefs_c, written, d_out_c = chunk
-    memory = _scatter_rows(memory, ids_c.slots, written)  # undo the chunk's writes
-    rows = _gather_rows(memory, ids_c)
-    _, chunk_vjp = jax.vjp(lambda r, c: _chunk_rows(r, ids_c, c, error), rows, coefs_c)
-    d_new_rows = d_memory.at[ids_c.slots].get(mode="fill", fill_value=0)
-    d_rows, d_coefs = chunk_vjp((d_out_c, d_new_rows))
-    # The rows the chunk wrote reach its end only through f; read rows add on top.
-    num_unique = ids_c.slots.shape[-1]
-    d_memory = _scatter_rows(d_memory, ids_c.slots, d_rows[:num_unique])
-    d_memory = d_memory.at[ids_c.read_idx.reshape(-1)].add(d_rows[num_unique:])
-    return (memory, d_memory), d_coefs
-
-  (_, d_memory), d_coefs = lax.scan(
-      step, (final_memory, d_final_memory), (ids, coefs, snapshots, d_out), reverse=True)
-  return d_memory, None, d_coefs
-
-
-_scan_sequence.defvjp(_scan_sequence_fwd, _scan_sequence_bwd)
-
-
-def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str
-                ) -> tuple[jax.Array, jax.Array]:
-  """Phase 2: memory [B, H, N, Dv], plan [B, H, n_chunks, ...] from `plan_chunks`.
-
-  Returns out [B, H, n_chunks, C, Dv] and the final memory [B, H, N, Dv].
-  """
-  scan_one = lambda m, i, c: _scan_sequence(m, i, c, error)
-  return jax.vmap(jax.vmap(scan_one))(memory, *plan)
-
-
-@functools.partial(jax.jit, static_argnames=("chunk_size", "error"))
-def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str):
-  """Plan, scan and reassemble [B, T, H, Dv]; `inputs` are canonical (see checks)."""
+@functools.partial(jax.jit, static_argnames=("chunk_size", "error", "impl"))
+def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl: str):
+  """Plan, scan and reassemble [B, T, H, Dv]; `inputs` are canonical (see checks), the
+  table [B, H, N, Dv] or [H, N, Dv]. impl: "chunked" (XLA) or "pallas"."""
   batch, seq_len, heads, _ = inputs.write_idx.shape
-  plan = plan_chunks(*inputs[1:], num_slots=inputs.memory.shape[2], chunk_size=chunk_size,
-                     error=error)
-  out, final_memory = scan_chunks(inputs.memory, plan, error=error)
+  num_slots = inputs.memory.shape[-2]
+  plan = plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=chunk_size, error=error,
+                     shorten=impl != "pallas")
+  if impl == "pallas":
+    # A shared table enters the kernel unbroadcast: its gradient sums over B in float32.
+    out, final_memory = scan_pallas.scan_chunks(inputs.memory, plan, error=error)
+  else:
+    memory = jnp.broadcast_to(inputs.memory, (batch, heads, *inputs.memory.shape[-2:]))
+    out, final_memory = scan_xla.scan_chunks(memory, plan, error=error)
   out = out.reshape(batch, heads, -1, out.shape[-1])[:, :, :seq_len]
   return jnp.moveaxis(out, 2, 1), final_memory
 
 
+def kernel_chunk(chunk_size: int, seq_len: int) -> int:
+  """The kernel's chunk length: chunk_size, or for a shorter sequence the power of two
+  (>= 16) that holds it; the sequence is padded with tokens that change nothing."""
+  return min(chunk_size, max(16, 1 << max(seq_len - 1, 0).bit_length()))
+
+
+def pallas_unsupported(memory, v, chunk_size: int, accumulation) -> str | None:
+  """Why the Pallas kernel cannot run on these inputs (the op's `memory` and `v`), or None."""
+  if chunk_size & (chunk_size - 1) or not 16 <= chunk_size <= scan_pallas.MAX_CHUNK:
+    return (f"chunk_size must be a power of two in [16, {scan_pallas.MAX_CHUNK}], got "
+            f"{chunk_size}")
+  return scan_pallas.kernel_limits(
+      chunk=kernel_chunk(chunk_size, v.shape[1]), value_dim=memory.shape[-1],
+      table_dtype=checks.storage_dtype(memory.dtype, accumulation), plan_dtype=accumulation)
+
+
 def sparse_delta_rule_chunked(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
-                              chunk_size: int = 64, error: str = "shared"
-                              ) -> tuple[jax.Array, jax.Array]:
-  """The sparse delta rule by chunks; same contract as `sparse_delta_rule`."""
+                              chunk_size: int = 64, error: str = "shared",
+                              impl: str = "chunked") -> tuple[jax.Array, jax.Array]:
+  """The sparse delta rule by chunks; same contract as `sparse_delta_rule`.
+
+  impl: "chunked" (phase 2 in XLA) or "pallas" (the Pallas kernels; ValueError naming the
+  limit when they cannot take the inputs, see `pallas_unsupported`).
+  """
   checks.check_error_form(error)
   checks.check_chunk_size(chunk_size)
-  inputs, _ = checks.canonicalize_inputs(
-      memory, write_idx, write_w, v, beta, g, read_idx, read_w, time_axis=True)
-  if inputs.write_idx.shape[1] == 0:
-    return jnp.zeros(v.shape, v.dtype), inputs.memory
-  out, final_memory = _chunked(inputs, chunk_size, error)
+  if impl not in ("chunked", "pallas"):
+    raise ValueError(f"impl must be 'chunked' or 'pallas', got {impl!r}")
+  inputs, accumulation = checks.canonicalize_inputs(
+      memory, write_idx, write_w, v, beta, g, read_idx, read_w, time_axis=True,
+      broadcast_memory=False)
+  batch, seq_len, heads, _ = inputs.write_idx.shape
+  if seq_len == 0:
+    final = jnp.broadcast_to(inputs.memory, (batch, heads, *inputs.memory.shape[-2:]))
+    return jnp.zeros(v.shape, v.dtype), final
+  if impl == "pallas":
+    reason = pallas_unsupported(memory, v, chunk_size, accumulation)
+    if reason:
+      raise ValueError(f"impl='pallas' cannot run these inputs: {reason}")
+    chunk_size = kernel_chunk(chunk_size, seq_len)
+  out, final_memory = _chunked(inputs, chunk_size, error, impl)
   return out.astype(v.dtype), final_memory

@@ -21,24 +21,20 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.sparse_delta.scan_xla import weighted_rows
 from sdm_jax.ops.sparse_delta import checks
-
-
-def weighted_rows(weights: jax.Array, rows: jax.Array) -> jax.Array:
-  """sum_i weights[..., i] * rows[..., i, :], as exact float math (no reduced-precision dot)."""
-  return jnp.sum(weights[..., None] * rows, axis=-2)
 
 
 def _token_update(memory, write_idx, write_w, v, beta, g, read_idx, read_w, error):
   """One token on one table. memory [N, Dv], *_idx / *_w [W] or [R], v [Dv], beta, g []."""
-  decayed = jnp.exp(g) * memory[write_idx]
+  decayed = jnp.exp(g) * memory[write_idx].astype(v.dtype)
   if error == "shared":
     delta = beta * (v - weighted_rows(write_w, decayed))
     new_rows = decayed + write_w[:, None] * delta[None, :]
   else:
     new_rows = decayed + (beta * write_w)[:, None] * (v[None, :] - decayed)
-  memory = memory.at[write_idx].set(new_rows)
-  out = weighted_rows(read_w, memory[read_idx])
+  memory = memory.at[write_idx].set(new_rows.astype(memory.dtype))
+  out = weighted_rows(read_w, memory[read_idx].astype(v.dtype))
   return out, memory
 
 
@@ -60,8 +56,9 @@ def _scan_tokens(inputs: checks.SparseDeltaInputs, error: str):
     out, memory = _batched_update(memory, *token, error)
     return memory, out
 
-  memory, out = lax.scan(step, inputs.memory, time_major)
-  return jnp.moveaxis(out, 0, 1), memory
+  # The definition rounds nothing: the table is widened for the whole sequence.
+  memory, out = lax.scan(step, inputs.memory.astype(inputs.v.dtype), time_major)
+  return jnp.moveaxis(out, 0, 1), memory.astype(inputs.memory.dtype)
 
 
 def sparse_delta_step(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
@@ -76,8 +73,8 @@ def sparse_delta_step(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
     error: "shared" (default, the trained form) or "per_slot" (paper Eq. 4).
 
   Returns:
-    out [B, H, Dv] in v's dtype, memory [B, H, N, Dv] in the accumulation dtype (float32,
-    float64 for float64 inputs).
+    out [B, H, Dv] in v's dtype, memory [B, H, N, Dv] in its storage dtype (bfloat16 stays
+    bfloat16, rounded after this token; otherwise float32, float64 for float64 inputs).
   """
   checks.check_error_form(error)
   inputs, _ = checks.canonicalize_inputs(
@@ -92,8 +89,9 @@ def sparse_delta_rule_reference(memory, write_idx, write_w, v, beta, g, read_idx
 
   Shapes as `sparse_delta_rule`: memory [B, H, N, Dv] or [H, N, Dv]; write_idx, write_w
   [B, T, H, W]; v [B, T, H, Dv]; beta, g [B, T, H]; read_idx, read_w [B, T, H, R].
-  Returns out [B, T, H, Dv] (v's dtype) and the final memory [B, H, N, Dv].
-  Differentiating it stores the table at every token: for small tests only.
+  Returns out [B, T, H, Dv] (v's dtype) and the final memory [B, H, N, Dv] (storage dtype,
+  as `sparse_delta_step`; a bfloat16 table is widened for the whole sequence and rounded
+  once at the end). Differentiating it stores the table at every token: for small tests.
   """
   checks.check_error_form(error)
   inputs, _ = checks.canonicalize_inputs(

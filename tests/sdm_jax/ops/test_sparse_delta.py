@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +11,7 @@ from sdm_jax.ops import gated_delta_rule
 from sdm_jax.ops import sparse_delta_rule
 from sdm_jax.ops import sparse_delta_step
 from sdm_jax.ops.sparse_delta import chunk
+from sdm_jax.ops.sparse_delta import resolve_impl
 from sdm_jax.ops.sparse_delta import sparse_delta_rule_reference
 
 ERRORS = ("shared", "per_slot")
@@ -95,7 +98,9 @@ def test_shared_initial_memory_broadcasts_over_batch(error):
 
 
 def test_bfloat16_inputs_accumulate_in_float32():
-  args = random_inputs(12, dtype=jnp.bfloat16)
+  """bf16 activations with a float32 table: the math runs in float32."""
+  args = list(random_inputs(12, dtype=jnp.bfloat16))
+  args[0] = args[0].astype(jnp.float32)
   out, memory = sparse_delta_rule(*args, chunk_size=8)
   assert out.dtype == jnp.bfloat16 and memory.dtype == jnp.float32
   upcast = tuple(np.asarray(x, np.float32) if x.dtype == jnp.bfloat16 else x for x in args)
@@ -105,6 +110,23 @@ def test_bfloat16_inputs_accumulate_in_float32():
   np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(want_out),
                              rtol=2 ** -8, atol=1e-6)
   np.testing.assert_allclose(np.asarray(memory), np.asarray(want_memory), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("impl", ["reference", "chunked"])
+def test_a_bfloat16_table_stays_bfloat16(impl):
+  """The table's storage dtype is the one given; rows are widened for the math. The
+  reference rounds only the final table, the chunked form each chunk's stored rows."""
+  args = list(random_inputs(16))
+  args[0] = args[0].astype(jnp.bfloat16)
+  out, memory = sparse_delta_rule(*args, chunk_size=8, impl=impl)
+  assert out.dtype == jnp.float32 and memory.dtype == jnp.bfloat16
+  widened = [args[0].astype(jnp.float32)] + args[1:]
+  want_out, want_memory = sparse_delta_rule(*widened, impl="reference")
+  tol = 0 if impl == "reference" else 2e-2  # a few bf16 roundings of stored rows
+  np.testing.assert_allclose(np.asarray(out), np.asarray(want_out), rtol=tol, atol=tol)
+  np.testing.assert_allclose(np.asarray(memory, np.float32),
+                             np.asarray(want_memory.astype(jnp.bfloat16), np.float32),
+                             rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("error", ERRORS)
@@ -276,7 +298,8 @@ def test_rejects_more_writes_than_slots():
     (dict(chunk_size=0), "chunk_size must be a positive int"),
     (dict(chunk_size=8.0), "chunk_size must be a positive int"),
     (dict(impl="triton"), r"impl must be one of \('auto', 'reference', 'chunked', 'pallas'\)"),
-    (dict(impl="pallas"), "no Pallas kernel"),
+    (dict(impl="pallas", chunk_size=8), r"chunk_size must be a power of two in \[16, 256\]"),
+    (dict(impl="pallas"), "Dv must be a multiple of 16"),
 ])
 def test_rejects_invalid_options(kwargs, match):
   with pytest.raises(ValueError, match=match):
@@ -298,3 +321,42 @@ def test_unit_lower_inverse(n):
   got = jax.jit(chunk._unit_lower_inverse)(jnp.asarray(lower, jnp.float32))
   np.testing.assert_allclose(np.asarray(got) @ lower, np.broadcast_to(np.eye(n), lower.shape),
                              atol=1e-5)
+
+
+def _pallas_args(seed, **kwargs):
+  return random_inputs(seed, value_dim=16, **kwargs)
+
+
+@pytest.mark.parametrize("error", ERRORS)
+def test_pallas_matches_the_reference(error):
+  """The kernels in interpret mode, through the op: T = 23 is padded to a 32-token chunk."""
+  args = _pallas_args(30, shared_memory=error == "shared", full_overwrite=False)
+  got = sparse_delta_rule(*args, error=error, impl="pallas", chunk_size=32)
+  want = sparse_delta_rule(*args, error=error, impl="reference")
+  _assert_close(got, want, 1e-5)
+
+  rng = np.random.default_rng(31)
+  out_ct = jnp.asarray(rng.standard_normal(want[0].shape), jnp.float32)
+
+  def loss(impl, memory, v, write_w):
+    full = list(args)
+    full[0], full[3], full[2] = memory, v, write_w
+    out, final = sparse_delta_rule(*full, error=error, impl=impl, chunk_size=32)
+    return jnp.sum(out * out_ct) + jnp.sum(jnp.sin(final))
+
+  floats = (args[0], args[3], args[2])
+  grads = jax.grad(functools.partial(loss, "pallas"), argnums=(0, 1, 2))(*floats)
+  ref_grads = jax.grad(functools.partial(loss, "reference"), argnums=(0, 1, 2))(*floats)
+  for got_grad, ref_grad in zip(grads, ref_grads):
+    np.testing.assert_allclose(got_grad, ref_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_pallas_rejects_float64_and_auto_stays_on_xla_off_gpu():
+  assert jax.default_backend() != "gpu"  # this file's expectations are for CPU
+  args = _pallas_args(32)
+  assert resolve_impl("auto", args[0], args[3], chunk_size=64) == "chunked"
+  assert resolve_impl("pallas", args[0], args[3], chunk_size=64) == "pallas"
+  with jax.enable_x64(True):
+    args64 = _pallas_args(33, dtype=jnp.float64)
+    with pytest.raises(ValueError, match="float64"):
+      sparse_delta_rule(*args64, impl="pallas", chunk_size=16)

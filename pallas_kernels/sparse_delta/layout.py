@@ -1,0 +1,106 @@
+"""Integer bookkeeping that lets the phase-2 kernels scatter without atomics.
+
+A chunk's new row for slot s sums the updates of every token that wrote s; the read
+cotangents of s likewise sum over every token that read s. The kernels form those sums
+with small one-hot matmuls over entries sorted by slot:
+
+* Entries (one per (token, write) or (token, read)) are sorted by slot, ties by token. The
+  run of entries of one slot is a *segment*, and each segment is one *row* of the
+  chunk's row layout (segment r is row r).
+* Rows are cut into tiles of `row_tile` rows. Tile t owns rows [t * row_tile, ...) and the
+  contiguous entries of those segments, [entry_begin[t], entry_begin[t + 1]). A segment
+  never straddles tiles, so every slot is loaded and stored by exactly one program.
+* Rows past the last segment have `row_slot >= num_slots` and are skipped.
+
+For writes, phase 1's positions in the sorted unique slots already are segment ids, so the
+rows are `ChunkIds.slots` themselves (row r = position r). W and R are padded to powers of
+two with entries that sort after every real one and belong to no tile, so that every block
+the kernels load has a power-of-two size.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+class EntryLayout(NamedTuple):
+  """Slot-sorted entries of one chunk and its row tiles. Leading axes [..., n_chunks]."""
+  order: jax.Array        # [..., E] token-major index (token * width + i) of sorted entry e
+  token: jax.Array        # [..., E] the entry's token
+  row: jax.Array          # [..., E] the entry's row (segment); >= rows for padding entries
+  row_slot: jax.Array     # [..., rows] slot of each row, >= num_slots past the last segment
+  entry_begin: jax.Array  # [..., n_tiles + 1] first entry of each row tile (then E_real)
+
+
+def next_power_of_two(n: int) -> int:
+  return 1 << max(n - 1, 0).bit_length()
+
+
+def pad_entries(x: jax.Array, width: int, fill) -> jax.Array:
+  """Pads the last axis of x to `width` with `fill`."""
+  pad = width - x.shape[-1]
+  if pad == 0:
+    return x
+  return jnp.concatenate([x, jnp.full((*x.shape[:-1], pad), fill, x.dtype)], axis=-1)
+
+
+def num_rows(entries: int, row_tile: int) -> int:
+  """Rows of the row layout: enough tiles for one segment per entry."""
+  return -(-entries // row_tile) * row_tile
+
+
+def _per_chunk(fn, *arrays):
+  """Applies fn to every chunk: arrays [..., C, width] are flattened to [n, C * width]."""
+  lead = arrays[0].shape[:-2]
+  flat = [x.reshape(-1, x.shape[-2] * x.shape[-1]) for x in arrays]
+  result = jax.vmap(fn)(*flat)
+  return jax.tree.map(lambda x: x.reshape(*lead, *x.shape[1:]), result)
+
+
+def _tile_starts(sorted_rows, rows, row_tile):
+  boundaries = jnp.arange(0, rows + 1, row_tile, dtype=jnp.int32)
+  return jnp.searchsorted(sorted_rows, boundaries, side="left").astype(jnp.int32)
+
+
+def write_layout(write_pos: jax.Array, slots: jax.Array, *, num_slots: int, width: int,
+                 row_tile: int) -> EntryLayout:
+  """write_pos [..., C, W] (positions in the sorted unique `slots` [..., U]); W padded to
+  `width`. Rows are the positions: row_slot = slots (padded to a whole number of tiles)."""
+  num_unique = slots.shape[-1]
+  rows = num_rows(num_unique, row_tile)
+
+  def one(keys):
+    order = jnp.argsort(keys, stable=True).astype(jnp.int32)
+    sorted_rows = keys[order]
+    return order, sorted_rows, _tile_starts(sorted_rows, rows, row_tile)
+
+  padded = pad_entries(write_pos.astype(jnp.int32), width, rows)  # sorts last, in no tile
+  order, sorted_rows, begin = _per_chunk(one, padded)
+  row_slot = pad_entries(slots.astype(jnp.int32), rows, num_slots)
+  return EntryLayout(order=order, token=order // width, row=sorted_rows, row_slot=row_slot,
+                     entry_begin=begin)
+
+
+def read_layout(read_idx: jax.Array, *, num_slots: int, width: int,
+                row_tile: int) -> EntryLayout:
+  """read_idx [..., C, R] slot ids; R padded to `width`. Rows are the distinct read slots."""
+  chunk = read_idx.shape[-2]
+  rows = num_rows(chunk * width, row_tile)
+
+  def one(keys):
+    order = jnp.argsort(keys, stable=True).astype(jnp.int32)
+    sorted_slots = keys[order]
+    starts = jnp.concatenate([jnp.ones((1,), bool), sorted_slots[1:] != sorted_slots[:-1]])
+    segment = jnp.cumsum(starts.astype(jnp.int32)) - 1
+    real = sorted_slots < num_slots
+    row = jnp.where(real, segment, rows)  # padding entries belong to no tile
+    row_slot = jnp.full((rows,), num_slots, jnp.int32).at[row].set(sorted_slots, mode="drop")
+    return order, row, row_slot, _tile_starts(row, rows, row_tile)
+
+  padded = pad_entries(read_idx.astype(jnp.int32), width, num_slots)
+  order, row, row_slot, begin = _per_chunk(one, padded)
+  return EntryLayout(order=order, token=order // width, row=row, row_slot=row_slot,
+                     entry_begin=begin)

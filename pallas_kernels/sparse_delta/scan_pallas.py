@@ -1,0 +1,680 @@
+"""Phase 2 of the chunked sparse delta rule with Pallas kernels (Triton on GPU).
+
+Every coefficient of the plan is table-independent and the chunk update is linear in the
+table and independent per value column (`scan_xla` states the math). Per chunk, inside one
+`lax.scan` that carries the table (updated in place through `input_output_aliases`), the
+forward runs three kernels, each over thousands of programs:
+
+  gather   grid (B*H, token groups, column slabs):  r0[t] = sum_i wc[t,i] M[I_t[i]],
+           out[t] = sum_j rc[t,j] M[J_t[j]]            (reads before the chunk's writes)
+  dense    grid (B*H, 1, column slabs):  y = V - r0,  delta = S y,  out += QK delta
+  scatter  grid (B*H, row tiles, column slabs):  M[s] = E[s] M[s] + sum_{u writes s}
+           uc[u,s] delta[u], and a snapshot of the overwritten rows for the backward
+
+The scatter sums over the tokens that wrote a slot with one-hot matmuls over slot-sorted
+entries (`layout.py`); each slot belongs to one row tile, so no two programs write the same
+bytes and nothing needs atomics. The backward walks the chunks in reverse with four
+kernels: gather (per token, the end-of-chunk cotangent of its written rows), dense
+(d_delta = QK^T d_out + ..., d_y = S^T d_delta), written rows (restore the snapshot, the
+start-of-chunk cotangent of each written slot) and read rows (d_table[s] += sum rc d_out).
+Gradients of the plan's coefficients are sums over all columns: each program writes its
+slab's partial sum and XLA adds the slabs afterwards.
+
+The kernels take the plan stacked over chunks and a chunk-index operand, and write what the
+backward keeps (snapshots, y, delta, gradients) into stacked buffers in place, so the scan
+body is the kernels alone (no per-chunk slicing or stacking copies).
+
+(A single persistent kernel per (sequence, slab) that loops over the chunks inside, the
+first design, was as slow as the XLA scan on the H200: its programs wait on one chain of
+dependent gathers each. See WORKSPACE.md.)
+
+The table is stored in bfloat16 or float32; rows are widened to float32 on load and every
+sum accumulates in float32. The one-hot matmuls split their float32 operand into 2 (bf16
+table) or 3 (float32 table) bfloat16 pieces, so they are as exact as the storage; the C x C
+products use TF32x3 (about float32).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
+import jax.numpy as jnp
+
+from pallas_kernels.sparse_delta import layout
+from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
+
+TABLE_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16))
+MAX_CHUNK = 256
+
+
+class KernelConfig(NamedTuple):
+  """Tiling of the phase-2 kernels (all powers of two)."""
+  block_cols: int = 64      # BD: value columns per program
+  row_tile: int = 64        # rows (slots) per program of the scatter kernels
+  entry_block: int = 128    # slot-sorted entries per one-hot matmul
+  group_entries: int = 128  # token-major entries per program of the gather kernels
+  num_warps: int = 4
+
+
+def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str | None:
+  """Why the kernels cannot take these shapes, or None if they can."""
+  if jnp.dtype(table_dtype) not in TABLE_DTYPES:
+    return f"the table must be float32 or bfloat16, got {jnp.dtype(table_dtype).name}"
+  if jnp.dtype(plan_dtype) != jnp.float32:
+    return f"inputs must accumulate in float32, got {jnp.dtype(plan_dtype).name} (float64?)"
+  if value_dim % 16:
+    return f"Dv must be a multiple of 16, got {value_dim}"
+  if chunk & (chunk - 1) or not 16 <= chunk <= MAX_CHUNK:
+    return f"the chunk length must be a power of two in [16, {MAX_CHUNK}], got {chunk}"
+  return None
+
+
+def default_config(value_dim: int) -> KernelConfig:
+  for block in (64, 32, 16):
+    if value_dim % block == 0:
+      return KernelConfig(block_cols=block)
+  raise ValueError(f"Dv must be a multiple of 16, got {value_dim}")
+
+
+class _Dims(NamedTuple):
+  batch_heads: int
+  chunk: int
+  writes: int     # W padded to a power of two
+  reads: int      # R padded to a power of two
+  write_rows: int  # rows of the write layout (unique slots, padded to whole tiles)
+  read_rows: int
+  num_slots: int
+  value_dim: int
+  shared: bool
+
+  def token_group(self, config: KernelConfig) -> int:
+    return max(1, min(self.chunk, config.group_entries // max(self.writes, self.reads)))
+
+
+def _barrier(interpret):
+  if not interpret:
+    pltriton.debug_barrier()
+
+
+def _onehot_matmul(onehot, x, pieces):
+  """onehot [M, K] (0/1) @ x [K, N] float32, as bf16 tensor-core matmuls of x's pieces."""
+  onehot = onehot.astype(jnp.bfloat16)
+  parts = []
+  rest = x
+  for _ in range(pieces):
+    piece = rest.astype(jnp.bfloat16)
+    parts.append(piece)
+    rest = rest - piece.astype(jnp.float32)
+  total = None
+  for piece in reversed(parts):  # smallest first
+    part = jnp.dot(onehot, piece, preferred_element_type=jnp.float32)
+    total = part if total is None else total + part
+  return total
+
+
+def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk, interpret,
+                 transpose=False):
+  """mat[*mat_lead] [C, C] (or its transpose) @ rhs[*rhs_lead, :, cols] [C, BD] in float32
+  (TF32x3 on GPU), in K blocks loaded from memory (a 256 x 256 float32 matrix would not fit
+  on chip)."""
+  precision = (lax.Precision.HIGHEST if interpret
+               else lax.DotAlgorithmPreset.TF32_TF32_F32_X3)
+  contract = ((0,), (0,)) if transpose else ((1,), (0,))
+  k_block = min(chunk, 64)
+  acc = jnp.zeros((chunk, block_cols), jnp.float32)
+  for kb in range(chunk // k_block):
+    rhs = rhs_ref[(*rhs_lead, pl.ds(kb * k_block, k_block), pl.ds(cols0, block_cols))]
+    if transpose:
+      mat = mat_ref[(*mat_lead, pl.ds(kb * k_block, k_block), slice(None))]  # [KB, C]
+    else:
+      mat = mat_ref[(*mat_lead, slice(None), pl.ds(kb * k_block, k_block))]  # [C, KB]
+    acc = acc + lax.dot_general(mat, rhs.astype(jnp.float32), (contract, ((), ())),
+                                precision=precision, preferred_element_type=jnp.float32)
+  return acc
+
+
+def _gather(ref, lead, rows, cols, valid):
+  """ref[*lead, rows, cols] widened to float32, zero where not valid. rows, valid [...]."""
+  idx = rows[..., None]
+  col_idx = cols.reshape((1,) * rows.ndim + cols.shape)
+  mask = jnp.broadcast_to(valid[..., None], (*rows.shape, cols.shape[0]))
+  return pltriton.load(ref.at[(*lead, idx, col_idx)], mask=mask, other=0).astype(jnp.float32)
+
+
+def _scatter(ref, lead, rows, cols, values, valid):
+  """ref[*lead, rows, cols] = values where valid. rows, valid [TR]; values [TR, BD]."""
+  mask = jnp.broadcast_to(valid[:, None], values.shape)
+  pltriton.store(ref.at[(*lead, rows[:, None], cols[None, :])], values.astype(ref.dtype),
+                 mask=mask)
+
+
+def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
+  """Sums over the slot-sorted entries of row tile `tile_index` of chunk `lead` = (c, bh).
+
+  Loops over the tile's entries [entry_begin[t], entry_begin[t + 1]) in blocks; for each,
+  `contribution(entries, valid, store_at)` returns [EB, BD] and the block adds
+  onehot(row) @ it. `entries` are clamped in bounds (for unmasked loads); `store_at` puts
+  invalid lanes out of bounds, so masked per-entry stores never alias a valid lane (in
+  interpret mode a masked store writes back the old value, and out-of-bounds writes drop).
+  Returns [row_tile, BD].
+  """
+  rows, block = config.row_tile, config.entry_block
+  begin = r[prefix + "entry_begin"][(*lead, tile_index)]
+  end = r[prefix + "entry_begin"][(*lead, tile_index + 1)]
+  first_row = tile_index * rows
+  row_ids = lax.broadcasted_iota(jnp.int32, (rows, block), 0)
+  num_entries = r[prefix + "entry_row"].shape[-1]
+
+  def body(k, acc):
+    entries = begin + k * block + jnp.arange(block, dtype=jnp.int32)
+    valid = entries < end
+    safe = jnp.where(valid, entries, num_entries - 1)
+    local = jnp.where(valid, r[prefix + "entry_row"][(*lead, safe)] - first_row, -1)
+    contrib = contribution(safe, valid, jnp.where(valid, entries, num_entries))
+    return acc + _onehot_matmul(local[None, :] == row_ids, contrib, pieces)
+
+  num_blocks = (end - begin + block - 1) // block
+  return lax.fori_loop(0, num_blocks, body, jnp.zeros((rows, config.block_cols), jnp.float32))
+
+
+def _program(r, block):
+  """(chunk, sequence x head, cols0, cols) of this program; column slab = program_id(2)."""
+  c = r["chunk"][0]
+  cols0 = pl.multiple_of(pl.program_id(2) * block, block)
+  return c, pl.program_id(0), cols0, cols0 + jnp.arange(block, dtype=jnp.int32)
+
+
+class _RowTile(NamedTuple):
+  """What a program of a row-tile kernel (grid (B*H, row tiles, slabs)) works on."""
+  c: jax.Array         # chunk
+  bh: jax.Array        # sequence x head
+  cols0: jax.Array     # first column of the slab
+  cols: jax.Array      # [BD] its columns
+  tile: jax.Array      # row tile index
+  first: jax.Array     # its first row
+  row_slot: jax.Array  # [row_tile] slot of each row
+  valid: jax.Array     # [row_tile] rows that hold a slot
+
+
+def _row_tile(r, row_slot_name, dims: _Dims, config: KernelConfig) -> _RowTile:
+  c, bh, cols0, cols = _program(r, config.block_cols)
+  tile = pl.program_id(1)
+  first = pl.multiple_of(tile * config.row_tile, config.row_tile)
+  row_slot = r[row_slot_name][c, bh, pl.ds(first, config.row_tile)]
+  return _RowTile(c, bh, cols0, cols, tile, first, row_slot, row_slot < dims.num_slots)
+
+
+# Kernel refs: plan arrays and results kept for the backward are stacked over chunks
+# [n, B*H, ...] and indexed [c, bh]; the chunk's temporaries are [B*H, ...]; tables
+# [B*H, N, Dv]. `r["chunk"]` holds c.
+
+# ---------------------------------------------------------------------------------- forward
+
+
+def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, token groups, slabs): per token, the weighted sums of the rows it reads
+  (before the chunk's writes) and, shared form, of the rows it writes (r0)."""
+  r = dict(zip(names, refs))
+  del interpret
+  group, block = dims.token_group(config), config.block_cols
+  c, bh, cols0, cols = _program(r, block)
+  t0 = pl.multiple_of(pl.program_id(1) * group, group)
+  targets = [("read_slot", "read_coef", "out_read")]
+  if dims.shared:
+    targets.append(("write_slot", "write_coef", "r0"))
+  for slot_name, coef_name, out_name in targets:
+    slots = r[slot_name][c, bh, pl.ds(t0, group), :]
+    coef = r[coef_name][c, bh, pl.ds(t0, group), :]
+    rows = _gather(r["table"], (bh,), slots, cols, slots < dims.num_slots)
+    r[out_name][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(
+        coef[:, :, None] * rows, axis=1)
+
+
+def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, 1, slabs): y = V - r0, delta = S y (shared form), out = reads + QK delta."""
+  r = dict(zip(names, refs))
+  chunk, block = dims.chunk, config.block_cols
+  c, bh, cols0, _ = _program(r, block)
+  here, cols = (c, bh), pl.ds(cols0, block)
+  if dims.shared:
+    r["y_out"][(*here, slice(None), cols)] = (r["values"][(*here, slice(None), cols)]
+                                              - r["r0"][bh, :, cols])
+    _barrier(interpret)
+    r["delta_out"][(*here, slice(None), cols)] = _blocked_dot(
+        r["solve"], r["y_out"], here, here, cols0, block, chunk, interpret)
+    _barrier(interpret)
+  delta = r["delta_out"] if dims.shared else r["values"]
+  r["out_out"][(*here, slice(None), cols)] = r["out_read"][bh, :, cols] + _blocked_dot(
+      r["qk"], delta, here, here, cols0, block, chunk, interpret)
+
+
+def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+                        interpret: bool):
+  """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u] for
+  the tile's slots, in place, after saving their old rows in the snapshot."""
+  r = dict(zip(names, refs))
+  del interpret
+  rows, block = config.row_tile, config.block_cols
+  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
+  here = (c, bh)
+  table = r["table_out"]
+  written = _gather(table, (bh,), row_slot, cols, valid)
+  r["snapshot_out"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)] = written.astype(table.dtype)
+  delta_ref = r["delta"] if dims.shared else r["values"]
+
+  def update(entries, entry_valid, store_at):
+    del store_at
+    token = r["entry_token"][c, bh, entries]
+    delta = _gather(delta_ref, here, token, cols, entry_valid)
+    return r["entry_update_coef"][c, bh, entries][:, None] * delta
+
+  sums = _row_tile_sums(r, "", here, tile_index, config, pieces, update)
+  decay = r["row_decay"][c, bh, pl.ds(first, rows)]
+  _scatter(table, (bh,), row_slot, cols, decay[:, None] * written + sums, valid)
+
+
+# --------------------------------------------------------------------------------- backward
+
+
+def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, token groups, slabs): per token, kd = sum_i uc d_end[I_t[i]] and the update
+  coefficients' gradient d_end[I_t[i]] . delta[t] (this slab's part)."""
+  r = dict(zip(names, refs))
+  del interpret
+  group, block = dims.token_group(config), config.block_cols
+  c, bh, cols0, cols = _program(r, block)
+  t0 = pl.multiple_of(pl.program_id(1) * group, group)
+  slots = r["write_slot"][c, bh, pl.ds(t0, group), :]
+  coef = r["update_coef"][c, bh, pl.ds(t0, group), :]
+  d_new = _gather(r["d_table"], (bh,), slots, cols, slots < dims.num_slots)  # [G, W, BD]
+  delta_ref = r["delta"] if dims.shared else r["values"]
+  delta = delta_ref[c, bh, pl.ds(t0, group), pl.ds(cols0, block)]
+  r["kd"][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(coef[:, :, None] * d_new, axis=1)
+  r["d_update_coef_out"][c, bh, pl.program_id(2), pl.ds(t0, group), :] = jnp.sum(
+      d_new * delta[:, None, :], axis=2)
+
+
+def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, 1, slabs): d_delta = QK^T d_out + kd; shared form: d_y = S^T d_delta."""
+  r = dict(zip(names, refs))
+  chunk, block = dims.chunk, config.block_cols
+  c, bh, cols0, _ = _program(r, block)
+  here, cols = (c, bh), pl.ds(cols0, block)
+  r["d_delta_out"][(*here, slice(None), cols)] = r["kd"][bh, :, cols] + _blocked_dot(
+      r["qk"], r["d_out"], here, here, cols0, block, chunk, interpret, transpose=True)
+  if dims.shared:
+    _barrier(interpret)
+    r["d_values_out"][(*here, slice(None), cols)] = _blocked_dot(
+        r["solve"], r["d_delta_out"], here, here, cols0, block, chunk, interpret,
+        transpose=True)
+
+
+def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+                        interpret: bool):
+  """grid (B*H, row tiles, slabs): restores the tile's written rows from the snapshot and
+  maps their cotangent to the chunk's start: d_start[s] = E[s] d_end[s]
+  (+ sum_{u writes s} wc[u,s] d_r0[u], shared form)."""
+  r = dict(zip(names, refs))
+  del interpret
+  rows, block = config.row_tile, config.block_cols
+  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
+  here, slab = (c, bh), pl.program_id(2)
+  written = r["snapshot"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)]
+  _scatter(r["table_out"], (bh,), row_slot, cols, written, valid)  # undo the chunk's writes
+  written = written.astype(jnp.float32)
+  d_table = r["d_table_out"]
+  d_end = _gather(d_table, (bh,), row_slot, cols, valid)
+  r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
+  d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
+  if dims.shared:
+    def start_estimate(entries, entry_valid, store_at):
+      token = r["entry_token"][c, bh, entries]
+      d_r0 = -_gather(r["d_values"], here, token, cols, entry_valid)
+      # The entry's row as the chunk found it: the snapshot row of its slot.
+      start_rows = _gather(r["snapshot"], here, r["entry_row"][c, bh, entries], cols,
+                           entry_valid)
+      pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
+                     jnp.sum(start_rows * d_r0, axis=1), mask=entry_valid)
+      return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
+
+    d_start = d_start + _row_tile_sums(r, "", here, tile_index, config, pieces,
+                                       start_estimate)
+  _scatter(d_table, (bh,), row_slot, cols, d_start, valid)
+
+
+def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+                     interpret: bool):
+  """grid (B*H, read row tiles, slabs): d_table[s] += sum_{t reads s} rc[t,s] d_out[t] and
+  the read coefficients' gradient M[s] . d_out[t] (M restored to the chunk's start)."""
+  r = dict(zip(names, refs))
+  del interpret
+  c, bh, _, cols, tile_index, _, row_slot, valid = _row_tile(r, "read_row_slot", dims, config)
+  here, slab = (c, bh), pl.program_id(2)
+
+  def read_cotangent(entries, entry_valid, store_at):
+    token = r["read_entry_token"][c, bh, entries]
+    d_out = _gather(r["d_out"], here, token, cols, entry_valid)
+    slot = r["read_row_slot"][c, bh, r["read_entry_row"][c, bh, entries]]
+    start_rows = _gather(r["table"], (bh,), slot, cols, entry_valid)
+    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
+                   jnp.sum(start_rows * d_out, axis=1), mask=entry_valid)
+    return r["read_entry_coef"][c, bh, entries][:, None] * d_out
+
+  sums = _row_tile_sums(r, "read_", here, tile_index, config, pieces, read_cotangent)
+  d_table = r["d_table_out"]
+  current = _gather(d_table, (bh,), row_slot, cols, valid)
+  _scatter(d_table, (bh,), row_slot, cols, current + sums, valid)
+
+
+# ------------------------------------------------------------------------------ host side
+
+
+def _call(kernel, grid, chunk_index, inputs: dict, outputs: dict, aliases=(), *, dims,
+          config, interpret, **kwargs):
+  """pallas_call of chunk `chunk_index` with named inputs and outputs; `aliases` names
+  inputs updated in place (their outputs are named `<name>_out` in the kernel)."""
+  inputs = dict(chunk=jnp.reshape(chunk_index, (1,)).astype(jnp.int32), **inputs)
+  in_names, out_names = list(inputs), list(outputs)
+  names = in_names + [n + "_out" if n in aliases else n for n in out_names]
+  body = functools.partial(kernel, names=names, dims=dims, config=config,
+                           interpret=interpret, **kwargs)
+  results = pl.pallas_call(
+      body,
+      out_shape=[jax.ShapeDtypeStruct(outputs[n].shape, outputs[n].dtype) for n in out_names],
+      grid=grid,
+      input_output_aliases={in_names.index(n): out_names.index(n) for n in aliases},
+      interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
+  )(*inputs.values())
+  return dict(zip(out_names, results))
+
+
+def _chunk_major(x):
+  """[B, H, n, ...] -> [n, B * H, ...]."""
+  x = x.reshape(-1, *x.shape[2:])
+  return jnp.moveaxis(x, 1, 0)
+
+
+def _batch_major(x, batch, heads):
+  """[n, B * H, ...] -> [B, H, n, ...]."""
+  return jnp.moveaxis(x, 0, 1).reshape(batch, heads, *x.shape[:1], *x.shape[2:])
+
+
+def _dims(memory_shape, ids: ChunkIds, shared: bool, config: KernelConfig) -> _Dims:
+  batch, heads, _, chunk, num_writes = ids.write_pos.shape
+  writes = layout.next_power_of_two(num_writes)
+  reads = layout.next_power_of_two(ids.read_idx.shape[-1])
+  return _Dims(
+      batch_heads=batch * heads, chunk=chunk, writes=writes, reads=reads,
+      write_rows=layout.num_rows(ids.slots.shape[-1], config.row_tile),
+      read_rows=layout.num_rows(chunk * reads, config.row_tile),
+      num_slots=memory_shape[-2], value_dim=memory_shape[-1], shared=shared)
+
+
+def _sorted(coef, entries: layout.EntryLayout, width):
+  """Token-major coefficients [n, BH, C, W] -> slot-sorted entries [n, BH, E]."""
+  padded = layout.pad_entries(coef, width, 0)
+  return jnp.take_along_axis(padded.reshape(*padded.shape[:2], -1), entries.order, axis=-1)
+
+
+def _unsorted(sorted_values, entries: layout.EntryLayout, chunk, width, count):
+  """Slot-sorted entries [n, BH, E] -> token-major [n, BH, C, count] (the inverse)."""
+  lead = sorted_values.shape[:2]
+  flat_values = sorted_values.reshape(-1, sorted_values.shape[-1])
+  flat_order = entries.order.reshape(-1, entries.order.shape[-1])
+  token_major = jax.vmap(lambda v, o: jnp.zeros_like(v).at[o].set(v))(flat_values, flat_order)
+  return token_major.reshape(*lead, chunk, width)[..., :count]
+
+
+def _pieces(table_dtype) -> int:
+  return 3 if jnp.dtype(table_dtype) == jnp.float32 else 2
+
+
+def _write_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelConfig):
+  """The plan in the kernels' layout, stacked over chunks [n, B * H, ...]: token-major
+  arrays, slot-sorted write entries and the write row tiles."""
+  f32 = lambda x: _chunk_major(x).astype(jnp.float32)  # noqa: E731
+  slots = ids.slots.astype(jnp.int32)
+  flat_pos = ids.write_pos.reshape(*ids.write_pos.shape[:-2], -1).astype(jnp.int32)
+  write_slot = jnp.take_along_axis(slots, flat_pos, axis=-1).reshape(ids.write_pos.shape)
+  writes = jax.tree.map(_chunk_major, layout.write_layout(
+      ids.write_pos, slots, num_slots=dims.num_slots, width=dims.writes,
+      row_tile=config.row_tile))
+  xs = dict(
+      read_slot=_chunk_major(layout.pad_entries(ids.read_idx.astype(jnp.int32), dims.reads,
+                                                dims.num_slots)),
+      read_coef=layout.pad_entries(f32(coefs.read_coef), dims.reads, 0),
+      qk=f32(coefs.qk),
+      values=f32(coefs.values),
+      write_slot=_chunk_major(layout.pad_entries(write_slot, dims.writes, dims.num_slots)),
+      update_coef=layout.pad_entries(f32(coefs.update_coef), dims.writes, 0),
+      entry_token=writes.token,
+      entry_row=writes.row,
+      entry_begin=writes.entry_begin,
+      entry_update_coef=_sorted(f32(coefs.update_coef), writes, dims.writes),
+      row_slot=writes.row_slot,
+      row_decay=layout.pad_entries(f32(coefs.end_decay), dims.write_rows, 0),
+  )
+  if dims.shared:
+    xs.update(write_coef=layout.pad_entries(f32(coefs.write_coef), dims.writes, 0),
+              solve=f32(coefs.solve),
+              entry_write_coef=_sorted(f32(coefs.write_coef), writes, dims.writes))
+  return xs, writes
+
+
+def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelConfig):
+  """Slot-sorted read entries and read row tiles (the backward's scatter of d_out)."""
+  reads = jax.tree.map(_chunk_major, layout.read_layout(
+      ids.read_idx, num_slots=dims.num_slots, width=dims.reads, row_tile=config.row_tile))
+  xs = dict(read_entry_token=reads.token, read_entry_row=reads.row,
+            read_entry_begin=reads.entry_begin, read_row_slot=reads.row_slot,
+            read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,
+                                    dims.reads))
+  return xs, reads
+
+
+def _pick(xs, *names):
+  return {n: xs[n] for n in names}
+
+
+def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
+  """Chunk c: carry (table [BH, N, Dv], results stacked over chunks) -> the same, updated."""
+  table, saved = carry
+  kw = dict(dims=dims, config=config, interpret=interpret)
+  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
+  tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
+  gather_in = dict(table=table, **_pick(xs, "read_slot", "read_coef"))
+  gather_out = dict(out_read=tokens)
+  if dims.shared:
+    gather_in.update(_pick(xs, "write_slot", "write_coef"))
+    gather_out.update(r0=tokens)
+  group = dims.token_group(config)
+  gathered = _call(_fwd_gather_kernel, (bh, dims.chunk // group, slabs), c, gather_in,
+                   gather_out, **kw)
+
+  stacked = ("out", "y", "delta") if dims.shared else ("out",)
+  dense_in = dict(out_read=gathered["out_read"], **_pick(xs, "qk", "values"),
+                  **_pick(saved, *stacked))
+  if dims.shared:
+    dense_in.update(r0=gathered["r0"], solve=xs["solve"])
+  dense = _call(_fwd_dense_kernel, (bh, 1, slabs), c, dense_in, _pick(saved, *stacked),
+                aliases=stacked, **kw)
+  saved = dict(saved, **dense)
+
+  scatter_in = dict(table=table, snapshot=saved["snapshot"], **_pick(
+      xs, "values", "entry_token", "entry_row", "entry_begin", "entry_update_coef",
+      "row_slot", "row_decay"))
+  if dims.shared:
+    scatter_in.update(delta=saved["delta"])
+  scattered = _call(_fwd_scatter_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
+                    scatter_in, dict(table=table, snapshot=saved["snapshot"]),
+                    aliases=("table", "snapshot"), pieces=_pieces(table.dtype), **kw)
+  return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
+
+
+def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
+  """Chunk c in reverse: (table and d_table at its end, gradients stacked over chunks) ->
+  (both at its start, gradients updated)."""
+  table, d_table, grads = carry
+  kw = dict(dims=dims, config=config, interpret=interpret)
+  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
+  tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
+  group = dims.token_group(config)
+  gather_in = dict(d_table=d_table, d_update_coef=grads["d_update_coef"],
+                   **_pick(xs, "values", "write_slot", "update_coef"))
+  if dims.shared:
+    gather_in.update(delta=xs["delta"])
+  gathered = _call(_bwd_gather_kernel, (bh, dims.chunk // group, slabs), c, gather_in,
+                   dict(kd=tokens, d_update_coef=grads["d_update_coef"]),
+                   aliases=("d_update_coef",), **kw)
+  grads = dict(grads, d_update_coef=gathered["d_update_coef"])
+
+  stacked = ("d_delta", "d_values") if dims.shared else ("d_delta",)
+  dense_in = dict(kd=gathered["kd"], **_pick(xs, "d_out", "qk"), **_pick(grads, *stacked))
+  if dims.shared:
+    dense_in.update(solve=xs["solve"])
+  grads = dict(grads, **_call(_bwd_dense_kernel, (bh, 1, slabs), c, dense_in,
+                              _pick(grads, *stacked), aliases=stacked, **kw))
+
+  pieces = _pieces(table.dtype)
+  written_stacked = ("d_row_decay", "d_entry_write_coef") if dims.shared else ("d_row_decay",)
+  written_in = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked),
+                    **_pick(xs, "snapshot", "row_slot", "row_decay"))
+  if dims.shared:
+    written_in.update(d_values=grads["d_values"], **_pick(
+        xs, "entry_token", "entry_row", "entry_begin", "entry_write_coef"))
+  written_out = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked))
+  written = _call(_bwd_written_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
+                  written_in, written_out, aliases=tuple(written_out), pieces=pieces, **kw)
+  grads = dict(grads, **_pick(written, *written_stacked))
+
+  read_in = dict(table=written["table"], d_table=written["d_table"],
+                 d_entry_read_coef=grads["d_entry_read_coef"], **_pick(
+                     xs, "d_out", "read_entry_token", "read_entry_row", "read_entry_begin",
+                     "read_entry_coef", "read_row_slot"))
+  read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
+  read = _call(_bwd_read_kernel, (bh, dims.read_rows // config.row_tile, slabs), c, read_in,
+               read_out, aliases=tuple(read_out), pieces=pieces, **kw)
+  grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
+  return (written["table"], read["d_table"], grads), None
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def _scan(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig, interpret: bool):
+  return _scan_fwd(memory, coefs, ids, config, interpret)[0]
+
+
+def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
+              interpret: bool):
+  batch, heads, num_chunks, chunk, _ = ids.write_pos.shape
+  dims = _dims(memory.shape, ids, coefs.solve is not None, config)
+  table = jnp.broadcast_to(memory, (batch, heads, *memory.shape[-2:]))
+  table = table.reshape(dims.batch_heads, *memory.shape[-2:])
+  xs, _ = _write_inputs(coefs, ids, dims, config)
+  tokens = jnp.zeros((num_chunks, dims.batch_heads, chunk, dims.value_dim), jnp.float32)
+  saved = dict(out=tokens, snapshot=jnp.zeros(
+      (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
+  if dims.shared:
+    saved.update(y=tokens, delta=tokens)
+  step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
+                           interpret=interpret)
+  (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks))
+  out = _batch_major(saved.pop("out"), batch, heads)
+  final = final.reshape(batch, heads, *memory.shape[-2:])
+  # A shared [H, N, Dv] table is remembered by a [H, 0] marker (residuals must be arrays).
+  shared_marker = jnp.zeros((heads, 0), memory.dtype) if memory.ndim == 3 else None
+  return (out, final), (final, saved, coefs, ids, shared_marker)
+
+
+def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
+  final, saved, coefs, ids, shared_marker = residuals
+  d_out, d_final = cotangents
+  batch, heads, num_chunks, chunk, value_dim = d_out.shape
+  num_slots = final.shape[-2]
+  dims = _dims(final.shape, ids, coefs.solve is not None, config)
+  bh, slabs = dims.batch_heads, value_dim // config.block_cols
+  xs, writes = _write_inputs(coefs, ids, dims, config)
+  read_xs, reads = _read_inputs(coefs, ids, dims, config)
+  d_out_chunks = _chunk_major(d_out.astype(jnp.float32))
+  xs = dict(xs, **read_xs, **saved, d_out=d_out_chunks)
+  table = final.reshape(bh, num_slots, value_dim)
+  d_table = d_final.astype(jnp.float32).reshape(table.shape)
+  zeros = lambda *shape: jnp.zeros((num_chunks, bh, *shape), jnp.float32)  # noqa: E731
+  grads = dict(d_update_coef=zeros(slabs, chunk, dims.writes),
+               d_delta=zeros(chunk, value_dim),
+               d_row_decay=zeros(slabs, dims.write_rows),
+               d_entry_read_coef=zeros(slabs, chunk * dims.reads))
+  if dims.shared:
+    grads.update(d_values=zeros(chunk, value_dim),
+                 d_entry_write_coef=zeros(slabs, chunk * dims.writes))
+  step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
+                           interpret=interpret)
+  (_, d_table, grads), _ = lax.scan(step, (table, d_table, grads), jnp.arange(num_chunks),
+                                    reverse=True)
+
+  slab_sum = lambda name: jnp.sum(grads[name], axis=2)  # [n, BH, slabs, ...]  # noqa: E731
+  contract = lambda a, b: jnp.einsum("nxtd,nxud->nxtu", a, b,  # noqa: E731
+                                     precision=lax.Precision.HIGHEST)
+  num_writes, num_reads = coefs.update_coef.shape[-1], coefs.read_coef.shape[-1]
+  delta = saved["delta"] if dims.shared else xs["values"]
+  d = dict(
+      read_coef=_unsorted(slab_sum("d_entry_read_coef"), reads, chunk, dims.reads, num_reads),
+      qk=contract(d_out_chunks, delta),
+      update_coef=slab_sum("d_update_coef")[..., :num_writes],
+      end_decay=slab_sum("d_row_decay")[..., :coefs.end_decay.shape[-1]],
+      values=grads["d_values"] if dims.shared else grads["d_delta"],
+  )
+  if dims.shared:
+    d.update(write_coef=_unsorted(slab_sum("d_entry_write_coef"), writes, chunk, dims.writes,
+                                  num_writes),
+             solve=contract(grads["d_delta"], saved["y"]))
+  d_coefs = ChunkCoefs(**{
+      name: None if getattr(coefs, name) is None else
+      _batch_major(d[name], batch, heads).astype(getattr(coefs, name).dtype)
+      for name in ChunkCoefs._fields})
+  d_table = d_table.reshape(batch, heads, num_slots, value_dim)
+  if shared_marker is not None:
+    d_table = jnp.sum(d_table, axis=0)
+  return d_table.astype(final.dtype), d_coefs, None
+
+
+_scan.defvjp(_scan_fwd, _scan_bwd)
+
+
+def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
+                config: KernelConfig | None = None, interpret: bool | None = None
+                ) -> tuple[jax.Array, jax.Array]:
+  """Phase 2 by the Pallas kernels; the contract of `scan_xla.scan_chunks`.
+
+  Args:
+    memory: [B, H, N, Dv] (one table per sequence) or [H, N, Dv] (shared initial table;
+      its gradient sums over B in float32), float32 or bfloat16 (the storage dtype).
+    plan: a float32 plan with leading axes [B, H, n_chunks] (C a power of two in [16, 256]).
+    error: "shared" or "per_slot"; must match the plan (the shared form has a solve).
+    config: tiling; `default_config(Dv)` when None.
+    interpret: run the kernels in interpret mode; default: unless on a GPU.
+
+  Returns:
+    out [B, H, n_chunks, C, Dv] float32 and the final memory [B, H, N, Dv] in memory's dtype.
+  """
+  if (error == "shared") != (plan.coefs.solve is not None):
+    raise ValueError(f"error={error!r} does not match the plan")
+  chunk = plan.ids.write_pos.shape[-2]
+  reason = kernel_limits(chunk=chunk, value_dim=memory.shape[-1], table_dtype=memory.dtype,
+                         plan_dtype=plan.coefs.values.dtype)
+  if reason:
+    raise ValueError(f"the Pallas sparse delta kernels cannot run: {reason}")
+  if config is None:
+    config = default_config(memory.shape[-1])
+  if interpret is None:
+    interpret = jax.default_backend() != "gpu"
+  return _scan(memory, plan.coefs, plan.ids, config, interpret)
+
+
+__all__ = ["KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "default_config", "kernel_limits",
+           "scan_chunks"]

@@ -1,0 +1,70 @@
+"""The slot-sorted entry layout: every entry lands in the row tile of its slot's row."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pallas_kernels.sparse_delta import layout
+
+
+def _scatter_by_layout(entries: layout.EntryLayout, values, num_slots, row_tile):
+  """Sums token-major `values` [C * width] per slot the way the kernels do: by row tile,
+  then by row within the tile, then stored at the row's slot."""
+  order, row = np.asarray(entries.order), np.asarray(entries.row)
+  row_slot, begin = np.asarray(entries.row_slot), np.asarray(entries.entry_begin)
+  sums = np.zeros(num_slots)
+  for tile in range(len(begin) - 1):
+    rows = np.zeros(row_tile)
+    for e in range(begin[tile], begin[tile + 1]):
+      local = row[e] - tile * row_tile
+      assert 0 <= local < row_tile  # the entry's row belongs to this tile
+      rows[local] += values[order[e]]
+    for local in range(row_tile):
+      slot = row_slot[tile * row_tile + local]
+      if slot < num_slots:
+        assert sums[slot] == 0  # each slot is stored by one row only
+        sums[slot] = rows[local]
+      else:
+        assert rows[local] == 0  # skipped rows hold no entries
+  return sums
+
+
+@pytest.mark.parametrize("reads,width,row_tile", [(4, 4, 8), (3, 4, 4), (5, 8, 16)])
+def test_read_layout_sums_every_entry_once(reads, width, row_tile):
+  rng = np.random.default_rng(reads)
+  num_slots, chunk = 12, 7  # heavy reuse: 7 tokens x `reads` ids over 12 slots
+  read_idx = rng.integers(0, num_slots, (chunk, reads))
+  entries = layout.read_layout(jnp.asarray(read_idx)[None], num_slots=num_slots,
+                               width=width, row_tile=row_tile)
+  entries = layout.EntryLayout(*(np.asarray(x)[0] for x in entries))
+  values = rng.standard_normal(chunk * width)
+  values.reshape(chunk, width)[:, reads:] = 0  # padding entries carry nothing
+  want = np.zeros(num_slots)
+  np.add.at(want, read_idx.reshape(-1), values.reshape(chunk, width)[:, :reads].reshape(-1))
+  np.testing.assert_allclose(_scatter_by_layout(entries, values, num_slots, row_tile), want)
+  # Entries sorted by slot, ties by token.
+  slots = np.asarray(entries.row_slot)[np.minimum(entries.row, len(entries.row_slot) - 1)]
+  real = np.asarray(entries.row) < len(entries.row_slot)
+  assert np.all(np.diff(slots[real]) >= 0)
+
+
+def test_write_layout_rows_are_the_unique_positions():
+  num_slots, row_tile = 50, 4
+  write_idx = np.array([[3, 7, 11], [7, 11, 20], [3, 20, 42]])  # 3 tokens, W = 3
+  slots, write_pos = np.unique(write_idx, return_inverse=True)
+  slots = np.concatenate([slots, num_slots + np.arange(write_idx.size - len(slots))])
+  entries = layout.write_layout(jnp.asarray(write_pos.reshape(3, 3))[None],
+                                jnp.asarray(slots)[None], num_slots=num_slots, width=4,
+                                row_tile=row_tile)
+  entries = layout.EntryLayout(*(np.asarray(x)[0] for x in entries))
+  assert entries.row_slot.shape == (layout.num_rows(9, row_tile),)
+  np.testing.assert_array_equal(entries.row_slot[:5], [3, 7, 11, 20, 42])
+  assert np.all(entries.row_slot[5:] >= num_slots)
+  values = np.arange(1, 13, dtype=float)  # token-major, width 4 (last of each token padding)
+  values.reshape(3, 4)[:, 3] = 0
+  want = np.zeros(num_slots)
+  np.add.at(want, write_idx.reshape(-1), values.reshape(3, 4)[:, :3].reshape(-1))
+  np.testing.assert_allclose(_scatter_by_layout(entries, values, num_slots, row_tile), want)
+  np.testing.assert_array_equal(entries.token[:9], np.asarray(entries.order[:9]) // 4)

@@ -1,0 +1,149 @@
+"""The phase-2 Pallas kernels against their XLA twin: values, final table, every gradient.
+
+On CPU the kernels run in interpret mode (their semantics, at small shapes); the `gpu`
+tests compile them with Triton and run them at shapes that fill several tiles.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pallas_kernels.sparse_delta import scan_pallas
+from pallas_kernels.sparse_delta import scan_xla
+from sdm_jax.ops.sparse_delta import checks
+from sdm_jax.ops.sparse_delta import chunk
+from tests.sdm_jax.ops.test_sparse_delta import random_inputs
+
+# Small tiles so that the CPU shapes have several row tiles, entry blocks and slabs.
+SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, entry_block=16, group_entries=16)
+
+
+def _plan(seed, *, error, chunk_size=16, shared_memory=False, table_dtype=jnp.float32,
+          **shape):
+  args = random_inputs(seed, shared_memory=shared_memory, full_overwrite=False, **shape)
+  inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
+  plan = chunk.plan_chunks(*inputs[1:], num_slots=inputs.memory.shape[-2],
+                           chunk_size=chunk_size, error=error, shorten=False)
+  return inputs.memory.astype(table_dtype), plan
+
+
+def _outputs_and_grads(scan, memory, plan, seed):
+  """(out, final table) and the gradients of a random linear loss w.r.t. table and coefs."""
+  shapes = jax.eval_shape(scan, memory, plan)
+  rng = np.random.default_rng(seed)
+  out_ct = jnp.asarray(rng.standard_normal(shapes[0].shape), jnp.float32)
+  mem_ct = jnp.asarray(rng.standard_normal(shapes[1].shape), jnp.float32)
+
+  def loss(memory, coefs):
+    out, final = scan(memory, plan._replace(coefs=coefs))
+    return jnp.sum(out * out_ct) + jnp.sum(final.astype(jnp.float32) * mem_ct)
+
+  values = jax.jit(scan)(memory, plan)
+  grads = jax.jit(jax.grad(loss, argnums=(0, 1)))(memory, plan.coefs)
+  return values, grads
+
+
+def _relative_error(got, want):
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  return np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+
+
+def _compare(got, want, tol):
+  (got_values, got_grads), (want_values, want_grads) = got, want
+  for name, a, b in zip(("out", "final table"), got_values, want_values):
+    assert a.shape == b.shape and a.dtype == b.dtype, (name, a.shape, a.dtype, b.dtype)
+    assert _relative_error(a, b) < tol, (name, _relative_error(a, b))
+  d_memory, d_coefs = got_grads
+  want_memory, want_coefs = want_grads
+  assert d_memory.dtype == want_memory.dtype
+  assert _relative_error(d_memory, want_memory) < tol, ("d_memory",
+                                                        _relative_error(d_memory, want_memory))
+  for name in d_coefs._fields:
+    a, b = getattr(d_coefs, name), getattr(want_coefs, name)
+    if b is None:
+      assert a is None, name
+      continue
+    assert float(jnp.abs(b).max()) > 0, name  # the loss reaches every coefficient
+    assert _relative_error(a, b) < tol, (name, _relative_error(a, b))
+
+
+def _xla_scan(memory, plan, *, error):
+  batch, heads = plan.ids.write_pos.shape[:2]
+  memory = jnp.broadcast_to(memory, (batch, heads, *memory.shape[-2:]))
+  return scan_xla.scan_chunks(memory, plan, error=error)
+
+
+@pytest.mark.parametrize("error,shared_memory", [
+    ("shared", False), ("shared", True), ("per_slot", False)])
+def test_kernel_matches_xla_twin(error, shared_memory):
+  # N = 40 slots for 3 writes x 32 tokens: every slot is written several times per chunk.
+  memory, plan = _plan(1, error=error, shared_memory=shared_memory, batch=2, seq_len=32,
+                       heads=2, num_slots=40, value_dim=32, writes=3, reads=5)
+  kernel = functools.partial(scan_pallas.scan_chunks, error=error, config=SMALL,
+                             interpret=True)
+  xla = functools.partial(_xla_scan, error=error)
+  _compare(_outputs_and_grads(kernel, memory, plan, 2),
+           _outputs_and_grads(xla, memory, plan, 2), 1e-5)
+
+
+def test_kernel_with_a_bfloat16_table_matches_the_twin():
+  """Both round the rows they store to bf16 once per chunk; the math is float32."""
+  memory, plan = _plan(3, error="shared", table_dtype=jnp.bfloat16, batch=1, seq_len=32,
+                       heads=2, num_slots=64, value_dim=16, writes=4, reads=4)
+  kernel = functools.partial(scan_pallas.scan_chunks, error="shared", config=SMALL,
+                             interpret=True)
+  xla = functools.partial(_xla_scan, error="shared")
+  got, want = _outputs_and_grads(kernel, memory, plan, 4), _outputs_and_grads(xla, memory, plan, 4)
+  assert got[0][1].dtype == jnp.bfloat16 and got[1][0].dtype == jnp.bfloat16
+  # Reduction order may flip a bf16 rounding of a stored row; the rest is float32.
+  _compare(got, want, 2e-3)
+
+
+def test_slots_written_by_every_token_span_several_entry_blocks():
+  """Head 1 of `random_inputs` writes the same W slots at every token: each slot's C = 32
+  entries fill two entry blocks of its row tile."""
+  memory, plan = _plan(5, error="shared", batch=1, seq_len=32, heads=2, num_slots=24,
+                       value_dim=16, writes=4, reads=4, chunk_size=32)
+  kernel = functools.partial(scan_pallas.scan_chunks, error="shared", config=SMALL,
+                             interpret=True)
+  xla = functools.partial(_xla_scan, error="shared")
+  _compare(_outputs_and_grads(kernel, memory, plan, 6),
+           _outputs_and_grads(xla, memory, plan, 6), 1e-5)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(value_dim=12), "Dv must be a multiple of 16"),
+    (dict(chunk_size=8, seq_len=8), "chunk length must be a power of two"),
+])
+def test_rejects_shapes_it_cannot_take(kwargs, match):
+  chunk_size = kwargs.pop("chunk_size", 16)
+  memory, plan = _plan(7, error="shared", chunk_size=chunk_size, batch=1, heads=1,
+                       **{"seq_len": 16, "value_dim": 16, **kwargs})
+  with pytest.raises(ValueError, match=match):
+    scan_pallas.scan_chunks(memory, plan, error="shared", interpret=True)
+
+
+def test_rejects_a_plan_of_the_other_error_form():
+  memory, plan = _plan(8, error="per_slot", batch=1, heads=1, seq_len=16, value_dim=16)
+  with pytest.raises(ValueError, match="does not match the plan"):
+    scan_pallas.scan_chunks(memory, plan, error="shared", interpret=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("error,table_dtype", [
+    ("shared", jnp.float32), ("shared", jnp.bfloat16), ("per_slot", jnp.float32)])
+def test_compiled_kernel_matches_xla_twin(error, table_dtype):
+  # C = 64, W = R = 16 (1024 entries: 8 tiles of 128), 8 chunks, 2 column slabs.
+  memory, plan = _plan(9, error=error, chunk_size=64, table_dtype=table_dtype,
+                       shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
+                       value_dim=128, writes=16, reads=16)
+  kernel = functools.partial(scan_pallas.scan_chunks, error=error)
+  xla = functools.partial(_xla_scan, error=error)
+  tol = 1e-5 if table_dtype == jnp.float32 else 3e-3
+  _compare(_outputs_and_grads(kernel, memory, plan, 10),
+           _outputs_and_grads(xla, memory, plan, 10), tol)
