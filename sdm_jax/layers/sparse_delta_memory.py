@@ -8,8 +8,8 @@ Per head h (S sub-keys, N = S^2 slots, Dv = d / H):
   o        = sparse_delta_rule(M0, I, k, v, beta, g, J, q)   (M0 [H, N, Dv] shared start)
   y        = W_o (LayerNorm(o) * sigmoid(W_gate x))         (per-head LayerNorm)
 
-Decode cache: the per-sequence table [B, H, N, Dv] float32, nothing else: constant memory
-per sequence at any context length.
+Decode cache: the per-sequence table [B, H, N, Dv] in `memory_dtype`, nothing else:
+constant memory per sequence at any context length.
 """
 
 from __future__ import annotations
@@ -47,6 +47,22 @@ def addressing(scores: jax.Array, count: int) -> tuple[jax.Array, jax.Array]:
   return idx, jax.nn.softmax(logits, axis=-1)
 
 
+MEMORY_DTYPES = ("float32", "bfloat16")
+
+
+def resolve_memory_dtype(memory_dtype, compute_dtype) -> jnp.dtype:
+  """The table's storage dtype: `memory_dtype` if set, else bfloat16 on GPU for bfloat16
+  activations and float32 otherwise."""
+  if memory_dtype is not None:
+    dtype = jnp.dtype(memory_dtype)
+    if dtype.name not in MEMORY_DTYPES:
+      raise ValueError(f"memory_dtype must be one of {MEMORY_DTYPES} or None, got {memory_dtype!r}")
+    return dtype
+  if jax.default_backend() == "gpu" and jnp.dtype(compute_dtype) == jnp.bfloat16:
+    return jnp.dtype(jnp.bfloat16)
+  return jnp.dtype(jnp.float32)
+
+
 class SparseDeltaMemory(RecurrentMixer):
   """Sparse Delta Memory mixer; methods `__call__`, `prefill`, `decode` as every mixer.
 
@@ -59,6 +75,10 @@ class SparseDeltaMemory(RecurrentMixer):
     error: "shared" or "per_slot" (see `sparse_delta_rule`).
     learn_m0: learned initial table `M0` [H, N, Dv]; False starts from zeros (no parameter).
     chunk_size, impl: passed to `sparse_delta_rule`.
+    memory_dtype: storage dtype of the per-sequence table (and decode cache): "float32",
+      "bfloat16", or None = bfloat16 on GPU when `dtype` is bfloat16 (what the authors
+      train with; the op widens rows and accumulates in float32), float32 otherwise. M0
+      stays a `param_dtype` parameter.
   """
 
   model_dim: int
@@ -70,6 +90,7 @@ class SparseDeltaMemory(RecurrentMixer):
   learn_m0: bool = True
   chunk_size: int = 64
   impl: str = "auto"
+  memory_dtype: Any = None
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -82,6 +103,7 @@ class SparseDeltaMemory(RecurrentMixer):
       raise ValueError(f"model_dim ({self.model_dim}) must be divisible by num_heads "
                        f"({self.num_heads})")
     sub_keys = sub_keys_per_head(self.num_slots)
+    resolve_memory_dtype(self.memory_dtype, self.dtype)  # validates memory_dtype
     dense = lambda features, name, bias=False: nn.Dense(  # noqa: E731
         features, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype, name=name)
     score_width = self.num_heads * 2 * sub_keys
@@ -97,7 +119,7 @@ class SparseDeltaMemory(RecurrentMixer):
       init = nn.initializers.truncated_normal(stddev=self.model_dim**-0.5)
       self.initial_memory = self.param(INITIAL_MEMORY_NAME, init, shape, self.param_dtype)
     else:
-      self.initial_memory = jnp.zeros(shape, jnp.float32)
+      self.initial_memory = jnp.zeros(shape, self.param_dtype)
 
   def _inputs(self, x: jax.Array):
     """x [B, T, d] -> the op's token inputs (write ids/weights, v, beta, g, read ids/weights)."""
@@ -116,10 +138,14 @@ class SparseDeltaMemory(RecurrentMixer):
     normed = self.out_norm(readings).reshape(batch, length, self.model_dim)
     return self.out_proj(normed * jax.nn.sigmoid(self.gate_proj(x)))
 
+  @property
+  def table_dtype(self) -> jnp.dtype:
+    return resolve_memory_dtype(self.memory_dtype, self.dtype)
+
   def _run(self, x: jax.Array):
     """The parallel pass; the cache is the final table {"memory": [B, H, N, Dv]}."""
     inputs = self._inputs(x)
-    memory = self.initial_memory.astype(jnp.float32)  # [H, N, Dv], broadcast over B
+    memory = self.initial_memory.astype(self.table_dtype)  # [H, N, Dv], broadcast over B
     readings, final_memory = sparse_delta_rule(memory, *inputs, chunk_size=self.chunk_size,
                                                error=self.error, impl=self.impl)
     return self._output(x, readings), {"memory": final_memory}

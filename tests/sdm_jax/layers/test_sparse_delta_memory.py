@@ -12,7 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory, sub_keys_per_head
+from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
+from sdm_jax.layers.sparse_delta_memory import resolve_memory_dtype
+from sdm_jax.layers.sparse_delta_memory import sub_keys_per_head
 
 LENGTH = 11
 PREFILL = SparseDeltaMemory.prefill
@@ -48,7 +50,33 @@ def test_shapes_and_dtypes(params):
       params, x.astype(jnp.bfloat16))
   assert y.shape == x.shape and y.dtype == jnp.bfloat16
   assert bool(jnp.all(jnp.isfinite(y.astype(jnp.float32))))
+  # Off GPU the default table is float32 even for bf16 activations.
   assert cache["memory"].shape == (2, 2, 16, 8) and cache["memory"].dtype == jnp.float32
+
+
+def test_memory_dtype_picks_the_table_storage(params):
+  assert resolve_memory_dtype("bfloat16", jnp.float32) == jnp.bfloat16
+  assert resolve_memory_dtype(None, jnp.float32) == jnp.float32
+  gpu = jax.default_backend() == "gpu"
+  assert resolve_memory_dtype(None, jnp.bfloat16) == (jnp.bfloat16 if gpu else jnp.float32)
+  with pytest.raises(ValueError, match="memory_dtype must be one of"):
+    resolve_memory_dtype("float16", jnp.float32)
+  # A bf16 table: the cache is bf16, M0 stays a float32 parameter, and decoding after a
+  # prompt follows the parallel pass up to bf16 rounding of the stored rows.
+  layer = make_layer(memory_dtype="bfloat16", impl="chunked")
+  x, _ = inputs()
+
+  @jax.jit
+  def run(params, x):
+    full, _ = layer.apply(params, x, None, 64, method=PREFILL)
+    _, cache = layer.apply(params, x[:, :LENGTH - 1], None, 64, method=PREFILL)
+    last, cache = layer.apply(params, x[:, LENGTH - 1:], None, cache,
+                              method=SparseDeltaMemory.decode)
+    return full, last, cache
+
+  full, last, cache = run(params, x)
+  assert cache["memory"].dtype == jnp.bfloat16
+  np.testing.assert_allclose(last[:, 0], full[:, -1], rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("error, impl", [("shared", "chunked"), ("per_slot", "reference")])

@@ -90,7 +90,8 @@ def test_bf16_compute_keeps_float32_params_and_logits():
     (dict(pattern="M", sdm_slots=1000), "sdm_slots must be a perfect square"),
     (dict(pattern="M", sdm_slots=16, sdm_writes=17), "sdm_writes"),
     (dict(pattern="M", sdm_error="local"), "sdm_error"),
-    (dict(pattern="M", sdm_impl="pallas"), "sdm_impl"),
+    (dict(pattern="M", sdm_impl="triton"), "sdm_impl"),
+    (dict(pattern="M", sdm_memory_dtype="float16"), "sdm_memory_dtype"),
     (dict(pattern="M", sdm_heads=3), "sdm_heads"),
 ])
 def test_invalid_configs_name_the_field(fields, message):
