@@ -44,6 +44,11 @@ _SDM_ERROR = flags.DEFINE_enum("sdm_error", "shared", ["shared", "per_slot"],
                                "Error form of the sparse delta rule (SDM).")
 _SDM_PHASES = flags.DEFINE_bool("sdm_phases", True,
                                 "Also time phase 1 and phase 2 of the chunked SDM op alone.")
+_TABLE_DTYPE = flags.DEFINE_enum(
+    "table_dtype", None, ["float32", "bfloat16"],
+    "SDM table storage dtype (sdm: default float32; sdm_layer: the layer's default, "
+    "bfloat16 on GPU for bfloat16 activations).")
+_MODEL_DIM = flags.DEFINE_integer("model_dim", 2048, "Model width d (sdm_layer; Dv = d / H).")
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
 
@@ -118,10 +123,22 @@ def _bench_sdm() -> dict[str, Any]:
       batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, slots=_SLOTS.value,
       value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
       chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
-      warmup=_WARMUP.value, repeats=_REPEATS.value, phases=_SDM_PHASES.value)
+      table_dtype=_TABLE_DTYPE.value or "float32", warmup=_WARMUP.value,
+      repeats=_REPEATS.value, phases=_SDM_PHASES.value)
 
 
 BENCHMARKS["sdm"] = _bench_sdm
+
+
+def _bench_sdm_layer() -> dict[str, Any]:
+  return bench_sdm.benchmark_layer(
+      batch=_BATCH.value, seq_len=_SEQ_LEN.value, model_dim=_MODEL_DIM.value,
+      heads=_HEADS.value, slots=_SLOTS.value, writes=_WRITES.value, reads=_READS.value,
+      chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
+      table_dtype=_TABLE_DTYPE.value, warmup=_WARMUP.value, repeats=_REPEATS.value)
+
+
+BENCHMARKS["sdm_layer"] = _bench_sdm_layer
 
 
 def main(argv):

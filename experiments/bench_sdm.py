@@ -1,8 +1,9 @@
-"""Times the sparse delta rule (SDM's memory op): forward, forward+backward, and its phases.
+"""Times Sparse Delta Memory: the memory op alone (`--op=sdm`) and the whole layer
+(`--op=sdm_layer`: projections, product-key top-k, op, output gate, as the authors' layer).
 
-Inputs are what the SDM layer feeds it: ids from product-key top-k of random scores (so
-distinct within a token), softmax weights, values in `dtype`, a float32 table per
-sequence [B, H, N, Dv]. Registered as `--op=sdm` in `experiments/bench_ops.py`.
+Op inputs are what the SDM layer feeds it: ids from product-key top-k of random scores (so
+distinct within a token), softmax weights, values in `dtype`, a table per sequence
+[B, H, N, Dv] in `table_dtype`. Registered in `experiments/bench_ops.py`.
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ import jax
 import jax.numpy as jnp
 
 from experiments import benchmarking
+from pallas_kernels.sparse_delta import scan_pallas
+from pallas_kernels.sparse_delta import scan_xla
+from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
 from sdm_jax.ops import product_key_topk
 from sdm_jax.ops import sparse_delta_rule
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.sparse_delta import chunk
+from sdm_jax.ops.sparse_delta import resolve_impl
 
 
-def make_inputs(key, *, batch, seq_len, heads, slots, value_dim, writes, reads, dtype):
-  """Positional arguments of `sparse_delta_rule` (the table float32, per sequence)."""
+def make_inputs(key, *, batch, seq_len, heads, slots, value_dim, writes, reads, dtype,
+                table_dtype=jnp.float32):
+  """Positional arguments of `sparse_delta_rule` (a table per sequence in table_dtype)."""
   sub_keys = math.isqrt(slots)
   if sub_keys * sub_keys != slots:
     raise ValueError(f"slots must be a perfect square (product keys), got {slots}")
@@ -41,7 +47,7 @@ def make_inputs(key, *, batch, seq_len, heads, slots, value_dim, writes, reads, 
     g = (-jax.random.uniform(keys[4], tok, minval=1.0, maxval=16.0)
          * jax.nn.softplus(jax.random.normal(keys[5], tok) - 4.0)).astype(dtype)
     memory = jax.random.normal(keys[6], (batch, heads, slots, value_dim), jnp.float32)
-    memory = memory * value_dim**-0.5
+    memory = (memory * value_dim**-0.5).astype(table_dtype)
     return (memory, write_idx, jax.nn.softmax(write_logits).astype(dtype), v, beta, g,
             read_idx, jax.nn.softmax(read_logits).astype(dtype))
 
@@ -59,24 +65,27 @@ def _timed(fn, args, warmup, repeats) -> dict[str, Any]:
 
 def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: int,
               writes: int, reads: int, chunk_size: int, dtype: str, impl: str,
-              error: str = "shared", warmup: int = 2, repeats: int = 10,
-              phases: bool = True) -> dict[str, Any]:
-  """Median ms and memory of forward, forward+backward and (chunked) phase 1 / phase 2.
+              error: str = "shared", table_dtype: str = "float32", warmup: int = 2,
+              repeats: int = 10, phases: bool = True) -> dict[str, Any]:
+  """Median ms and memory of forward, forward+backward and phase 1 / phase 2 alone.
 
   `peak_bytes` is the device's peak since start-up, so each stage's figure includes the
   stages before it (they run in the order listed).
   """
   dtype = jnp.dtype(dtype)
+  table_dtype = jnp.dtype(table_dtype)
   args = make_inputs(jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=heads,
                      slots=slots, value_dim=value_dim, writes=writes, reads=reads,
-                     dtype=dtype)
+                     dtype=dtype, table_dtype=table_dtype)
   out_cotangent = jax.random.normal(jax.random.PRNGKey(1), args[3].shape, dtype)
+  impl = resolve_impl(impl, args[0], args[3], chunk_size=chunk_size)
   op = functools.partial(sparse_delta_rule, chunk_size=chunk_size, error=error, impl=impl)
-  table_bytes = batch * heads * slots * value_dim * 4
+  table_bytes = batch * heads * slots * value_dim * table_dtype.itemsize
   result: dict[str, Any] = {
       "batch": batch, "seq_len": seq_len, "heads": heads, "slots": slots,
       "value_dim": value_dim, "writes": writes, "reads": reads, "chunk_size": chunk_size,
-      "dtype": dtype.name, "impl": impl, "error": error, "table_bytes": table_bytes,
+      "dtype": dtype.name, "table_dtype": table_dtype.name, "impl": impl, "error": error,
+      "table_bytes": table_bytes,
   }
 
   forward = _timed(lambda *a: op(*a), args, warmup, repeats)
@@ -94,40 +103,92 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
   result.update(fwd_bwd_ms=backward["ms"], fwd_bwd_peak_bytes=backward["peak_bytes"],
                 fwd_bwd_compiled_temp_bytes=backward["compiled_temp_bytes"])
 
-  if phases and impl in ("auto", "chunked"):
-    result.update(_phase_timings(args, chunk_size=chunk_size, error=error, warmup=warmup,
-                                 repeats=repeats))
+  if phases and impl in ("chunked", "pallas"):
+    result.update(_phase_timings(args, chunk_size=chunk_size, error=error, impl=impl,
+                                 warmup=warmup, repeats=repeats))
   return result
 
 
-def _phase_timings(args, *, chunk_size, error, warmup, repeats) -> dict[str, float]:
+def _phase_timings(args, *, chunk_size, error, impl, warmup, repeats) -> dict[str, float]:
   """Phase 1 (table-independent plan, all chunks at once) and phase 2 (scan over chunks)."""
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True)
   num_slots = inputs.memory.shape[2]
+  if impl == "pallas":
+    chunk_size = chunk.kernel_chunk(chunk_size, inputs.v.shape[1])
+    scan = scan_pallas.scan_chunks
+  else:
+    scan = scan_xla.scan_chunks
   plan_fn = lambda *token_arrays: chunk.plan_chunks(
-      *token_arrays, num_slots=num_slots, chunk_size=chunk_size, error=error)
+      *token_arrays, num_slots=num_slots, chunk_size=chunk_size, error=error,
+      shorten=impl != "pallas")
   plan = jax.jit(plan_fn)(*inputs[1:])
-  out_shape = jax.eval_shape(lambda m, p: chunk.scan_chunks(m, p, error=error),
-                             inputs.memory, plan)[0]
+  out_shape = jax.eval_shape(lambda m, p: scan(m, p, error=error), inputs.memory, plan)[0]
   out_cotangent = jax.random.normal(jax.random.PRNGKey(2), out_shape.shape, out_shape.dtype)
 
-  def plan_loss(*token_floats):
-    write_w, v, beta, g, read_w = token_floats
-    coefs = plan_fn(inputs.write_idx, write_w, v, beta, g, inputs.read_idx, read_w).coefs
+  # Integer arrays are arguments, not closed-over constants: XLA would constant-fold the
+  # plan's sorts at compile time (minutes) and time a different program.
+  def plan_loss(write_w, v, beta, g, read_w, write_idx, read_idx):
+    coefs = plan_fn(write_idx, write_w, v, beta, g, read_idx, read_w).coefs
     return sum(jnp.sum(x) for x in jax.tree.leaves(coefs))
 
-  def scan_loss(memory, coefs):
-    out, _ = chunk.scan_chunks(memory, plan._replace(coefs=coefs), error=error)
+  def scan_loss(memory, coefs, ids):
+    out, _ = scan(memory, plan._replace(ids=ids, coefs=coefs), error=error)
     return jnp.sum(out * out_cotangent)
 
-  token_floats = (inputs.write_w, inputs.v, inputs.beta, inputs.g, inputs.read_w)
+  token_args = (inputs.write_w, inputs.v, inputs.beta, inputs.g, inputs.read_w,
+                inputs.write_idx, inputs.read_idx)
   timings = {
       "phase1_fwd_ms": _timed(plan_fn, tuple(inputs[1:]), warmup, repeats)["ms"],
-      "phase2_fwd_ms": _timed(lambda m, p: chunk.scan_chunks(m, p, error=error),
+      "phase2_fwd_ms": _timed(lambda m, p: scan(m, p, error=error),
                               (inputs.memory, plan), warmup, repeats)["ms"],
       "phase1_fwd_bwd_ms": _timed(jax.grad(plan_loss, argnums=tuple(range(5))),
-                                  token_floats, warmup, repeats)["ms"],
+                                  token_args, warmup, repeats)["ms"],
       "phase2_fwd_bwd_ms": _timed(jax.grad(scan_loss, argnums=(0, 1)),
-                                  (inputs.memory, plan.coefs), warmup, repeats)["ms"],
+                                  (inputs.memory, plan.coefs, plan.ids), warmup, repeats)["ms"],
   }
   return timings
+
+
+def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slots: int,
+                    writes: int, reads: int, chunk_size: int, dtype: str, impl: str,
+                    error: str = "shared", table_dtype: str | None = None, warmup: int = 2,
+                    repeats: int = 10) -> dict[str, Any]:
+  """Median ms of the SDM layer's forward and forward+backward (gradients w.r.t. every
+  parameter, M0 included, and the input), with the device's peak memory after each.
+
+  x [B, T, d] in `dtype` (the activations); parameters float32; the table in
+  `table_dtype` (None: the layer's default). Run one configuration per process for a
+  clean peak.
+  """
+  dtype = jnp.dtype(dtype)
+  layer = SparseDeltaMemory(model_dim=model_dim, num_heads=heads, num_slots=slots,
+                            num_writes=writes, num_reads=reads, error=error,
+                            chunk_size=chunk_size, impl=impl, memory_dtype=table_dtype,
+                            dtype=dtype)
+  x = jax.random.normal(jax.random.PRNGKey(0), (batch, seq_len, model_dim), dtype)
+  positions = jnp.arange(seq_len)
+  params = jax.jit(layer.init)(jax.random.PRNGKey(1), x, positions)
+  out_cotangent = jax.random.normal(jax.random.PRNGKey(2), x.shape, dtype)
+  value_dim = model_dim // heads
+  resolved = resolve_impl(impl, jax.ShapeDtypeStruct((heads, slots, value_dim),
+                                                     layer.table_dtype),
+                          jax.ShapeDtypeStruct((batch, seq_len, heads, value_dim), dtype),
+                          chunk_size=chunk_size)
+  result: dict[str, Any] = {
+      "batch": batch, "seq_len": seq_len, "model_dim": model_dim, "heads": heads,
+      "slots": slots, "writes": writes, "reads": reads, "chunk_size": chunk_size,
+      "dtype": dtype.name, "table_dtype": jnp.dtype(layer.table_dtype).name,
+      "impl": resolved, "error": error,
+      "params": sum(int(p.size) for p in jax.tree.leaves(params)),
+  }
+  forward = _timed(lambda p, x: layer.apply(p, x, positions), (params, x), warmup, repeats)
+  result.update(fwd_ms=forward["ms"], fwd_peak_bytes=forward["peak_bytes"])
+
+  def loss(params, x):
+    y = layer.apply(params, x, positions)
+    return jnp.sum(y.astype(jnp.float32) * out_cotangent.astype(jnp.float32))
+
+  backward = _timed(jax.grad(loss, argnums=(0, 1)), (params, x), warmup, repeats)
+  result.update(fwd_bwd_ms=backward["ms"], fwd_bwd_peak_bytes=backward["peak_bytes"],
+                fwd_bwd_compiled_temp_bytes=backward["compiled_temp_bytes"])
+  return result

@@ -1,0 +1,35 @@
+"""The SDM benchmarks run end to end at tiny shapes on CPU and report what they promise."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import bench_ops
+from experiments import bench_sdm
+
+TINY = dict(batch=1, seq_len=40, heads=1, slots=64, writes=4, reads=4, chunk_size=16,
+            dtype="bfloat16", warmup=0, repeats=1)
+
+
+def test_sdm_benchmarks_are_registered():
+  assert {"sdm", "sdm_layer"} <= set(bench_ops.BENCHMARKS)
+
+
+@pytest.mark.parametrize("impl,table_dtype", [("chunked", "float32"), ("pallas", "bfloat16")])
+def test_op_benchmark_times_both_phases(impl, table_dtype):
+  result = bench_sdm.benchmark(value_dim=16, impl=impl, table_dtype=table_dtype, **TINY)
+  assert result["impl"] == impl and result["table_dtype"] == table_dtype
+  assert result["table_bytes"] == 64 * 16 * (2 if table_dtype == "bfloat16" else 4)
+  for key in ("fwd_ms", "fwd_bwd_ms", "phase1_fwd_ms", "phase2_fwd_ms", "phase1_fwd_bwd_ms",
+              "phase2_fwd_bwd_ms"):
+    assert result[key] > 0, key
+
+
+def test_layer_benchmark_counts_every_parameter():
+  result = bench_sdm.benchmark_layer(model_dim=16, impl="auto", **TINY)
+  assert result["impl"] == "chunked" and result["table_dtype"] == "float32"  # CPU defaults
+  assert result["fwd_ms"] > 0 and result["fwd_bwd_ms"] > 0
+  # key and query projections (d -> 2S = 16, with bias), value, gate and output (d -> d),
+  # the gates (2 d + 2 H), the LayerNorm (2 d) and M0 (N x Dv).
+  d, two_s = 16, 16
+  assert result["params"] == 2 * (d * two_s + two_s) + 3 * d * d + 2 * d + 2 + 2 * d + 64 * 16
