@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import pytest
 
 from experiments import bench_ops
@@ -27,7 +28,9 @@ def test_op_benchmark_times_both_phases(impl, table_dtype):
 
 def test_layer_benchmark_counts_every_parameter():
   result = bench_sdm.benchmark_layer(model_dim=16, impl="auto", **TINY)
-  assert result["impl"] == "chunked" and result["table_dtype"] == "float32"  # CPU defaults
+  on_gpu = jax.default_backend() == "gpu"
+  assert result["impl"] == ("pallas" if on_gpu else "chunked")
+  assert result["table_dtype"] == ("bfloat16" if on_gpu else "float32")  # bf16 activations
   assert result["fwd_ms"] > 0 and result["fwd_bwd_ms"] > 0
   # key and query projections (d -> 2S = 16, with bias), value, gate and output (d -> d),
   # the gates (2 d + 2 H), the LayerNorm (2 d) and M0 (N x Dv).

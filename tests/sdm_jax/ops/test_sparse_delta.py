@@ -351,10 +351,12 @@ def test_pallas_matches_the_reference(error):
     np.testing.assert_allclose(got_grad, ref_grad, rtol=1e-4, atol=1e-5)
 
 
-def test_pallas_rejects_float64_and_auto_stays_on_xla_off_gpu():
-  assert jax.default_backend() != "gpu"  # this file's expectations are for CPU
+def test_auto_picks_the_kernels_only_on_gpu_and_pallas_rejects_float64():
   args = _pallas_args(32)
-  assert resolve_impl("auto", args[0], args[3], chunk_size=64) == "chunked"
+  on_gpu = jax.default_backend() == "gpu"
+  assert resolve_impl("auto", args[0], args[3], chunk_size=64) == (
+      "pallas" if on_gpu else "chunked")
+  assert resolve_impl("auto", args[0], args[3], chunk_size=48) == "chunked"  # not 2^k
   assert resolve_impl("pallas", args[0], args[3], chunk_size=64) == "pallas"
   with jax.enable_x64(True):
     args64 = _pallas_args(33, dtype=jnp.float64)
