@@ -45,6 +45,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
+from pallas_kernels import platform
 from pallas_kernels.sparse_delta import layout
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 
@@ -672,7 +673,7 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   if config is None:
     config = default_config(memory.shape[-1])
   if interpret is None:
-    interpret = jax.default_backend() != "gpu"
+    interpret = not platform.on_gpu()
   return _scan(memory, plan.coefs, plan.ids, config, interpret)
 
 

@@ -15,6 +15,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from pallas_kernels import platform
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.rotary import apply_rotary
 
@@ -69,7 +70,7 @@ def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.
 
 def default_implementation(dtype: jnp.dtype) -> str:
   """cuDNN flash attention on GPU for half-precision inputs, XLA otherwise."""
-  on_gpu = jax.default_backend() == "gpu"
+  on_gpu = platform.on_gpu()
   return "cudnn" if on_gpu and jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) else "xla"
 
 

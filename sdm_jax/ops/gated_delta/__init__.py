@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
+from pallas_kernels import platform
 from sdm_jax.ops.gated_delta.chunk import STATE_PASSES
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
 from sdm_jax.ops.gated_delta.chunk import unit_lower_triangular_inverse
@@ -35,7 +35,7 @@ def default_state_pass(dtype) -> str:
   float64 keeps the sequential scan everywhere: XLA:GPU in JAX 0.11.2 aborts the process
   while compiling the float64 backward of the associative scan.
   """
-  if jax.default_backend() == "gpu" and jnp.dtype(dtype) != jnp.float64:
+  if platform.on_gpu() and jnp.dtype(dtype) != jnp.float64:
     return "associative"
   return "scan"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import jax
 
+from sdm_jax.ops import dispatch
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.sparse_delta.chunk import pallas_unsupported
 from sdm_jax.ops.sparse_delta.chunk import sparse_delta_rule_chunked
@@ -28,14 +29,9 @@ def resolve_impl(impl: str, memory, v, *, chunk_size: int) -> str:
   of two in [16, 256]) and the chunked XLA path otherwise; every other value is itself
   ("pallas" runs in interpret mode off GPU, slowly: for tests).
   """
-  if impl not in IMPLS:
-    raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-  if impl != "auto":
-    return impl
-  if jax.default_backend() != "gpu":
-    return "chunked"
-  accumulation = checks.accumulation_dtype(memory, v)
-  return "chunked" if pallas_unsupported(memory, v, chunk_size, accumulation) else "pallas"
+  return dispatch.resolve_impl(
+      impl, IMPLS, xla="chunked", pallas_unsupported=lambda: pallas_unsupported(
+          memory, v, chunk_size, checks.accumulation_dtype(memory, v)))
 
 
 def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
