@@ -20,6 +20,7 @@ import jax.numpy as jnp
 
 from experiments import benchmarking
 from experiments import bench_sdm
+from experiments import bench_topk
 from sdm_jax.ops import gated_delta
 
 _OP = flags.DEFINE_string("op", "gdn", "Which op to time: one of the keys of BENCHMARKS.")
@@ -49,6 +50,8 @@ _TABLE_DTYPE = flags.DEFINE_enum(
     "SDM table storage dtype (sdm: default float32; sdm_layer: the layer's default, "
     "bfloat16 on GPU for bfloat16 activations).")
 _MODEL_DIM = flags.DEFINE_integer("model_dim", 2048, "Model width d (sdm_layer; Dv = d / H).")
+_TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", ["auto", "xla", "pallas"],
+                               "Product-key top-k implementation (sdm_layer).")
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
 
@@ -135,10 +138,26 @@ def _bench_sdm_layer() -> dict[str, Any]:
       batch=_BATCH.value, seq_len=_SEQ_LEN.value, model_dim=_MODEL_DIM.value,
       heads=_HEADS.value, slots=_SLOTS.value, writes=_WRITES.value, reads=_READS.value,
       chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
-      table_dtype=_TABLE_DTYPE.value, warmup=_WARMUP.value, repeats=_REPEATS.value)
+      table_dtype=_TABLE_DTYPE.value, topk_impl=_TOPK_IMPL.value, warmup=_WARMUP.value,
+      repeats=_REPEATS.value)
 
 
 BENCHMARKS["sdm_layer"] = _bench_sdm_layer
+
+_TOPK_ROWS = flags.DEFINE_list("topk_rows", ["65536", "8"], "Rows of scores (topk).")
+_TOPK_SUB_KEYS = flags.DEFINE_list("topk_sub_keys", ["256", "512", "1024"],
+                                   "Sub-keys S per half (topk).")
+_TOPK_K = flags.DEFINE_list("topk_k", ["32", "64"], "Slots selected per row (topk).")
+
+
+def _bench_topk() -> dict[str, Any]:
+  ints = lambda values: [int(v) for v in values]  # noqa: E731
+  return bench_topk.benchmark(rows=ints(_TOPK_ROWS.value), sub_keys=ints(_TOPK_SUB_KEYS.value),
+                              ks=ints(_TOPK_K.value), dtype=_DTYPE.value,
+                              warmup=_WARMUP.value, repeats=_REPEATS.value)
+
+
+BENCHMARKS["topk"] = _bench_topk
 
 
 def main(argv):

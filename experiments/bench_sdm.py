@@ -151,8 +151,9 @@ def _phase_timings(args, *, chunk_size, error, impl, warmup, repeats) -> dict[st
 
 def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slots: int,
                     writes: int, reads: int, chunk_size: int, dtype: str, impl: str,
-                    error: str = "shared", table_dtype: str | None = None, warmup: int = 2,
-                    repeats: int = 10) -> dict[str, Any]:
+                    error: str = "shared", table_dtype: str | None = None,
+                    topk_impl: str = "auto", warmup: int = 2, repeats: int = 10
+                    ) -> dict[str, Any]:
   """Median ms of the SDM layer's forward and forward+backward (gradients w.r.t. every
   parameter, M0 included, and the input), with the device's peak memory after each.
 
@@ -163,8 +164,8 @@ def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slo
   dtype = jnp.dtype(dtype)
   layer = SparseDeltaMemory(model_dim=model_dim, num_heads=heads, num_slots=slots,
                             num_writes=writes, num_reads=reads, error=error,
-                            chunk_size=chunk_size, impl=impl, memory_dtype=table_dtype,
-                            dtype=dtype)
+                            chunk_size=chunk_size, impl=impl, topk_impl=topk_impl,
+                            memory_dtype=table_dtype, dtype=dtype)
   x = jax.random.normal(jax.random.PRNGKey(0), (batch, seq_len, model_dim), dtype)
   positions = jnp.arange(seq_len)
   params = jax.jit(layer.init)(jax.random.PRNGKey(1), x, positions)
@@ -178,7 +179,7 @@ def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slo
       "batch": batch, "seq_len": seq_len, "model_dim": model_dim, "heads": heads,
       "slots": slots, "writes": writes, "reads": reads, "chunk_size": chunk_size,
       "dtype": dtype.name, "table_dtype": jnp.dtype(layer.table_dtype).name,
-      "impl": resolved, "error": error,
+      "impl": resolved, "topk_impl": topk_impl, "error": error,
       "params": sum(int(p.size) for p in jax.tree.leaves(params)),
   }
   forward = _timed(lambda p, x: layer.apply(p, x, positions), (params, x), warmup, repeats)

@@ -22,6 +22,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from pallas_kernels import platform
 from sdm_jax.layers.gates import DeltaGates
 from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.ops.product_key import product_key_topk
@@ -40,10 +41,11 @@ def sub_keys_per_head(num_slots: int) -> int:
   return sub_keys
 
 
-def addressing(scores: jax.Array, count: int) -> tuple[jax.Array, jax.Array]:
+def addressing(scores: jax.Array, count: int, impl: str = "auto"
+               ) -> tuple[jax.Array, jax.Array]:
   """Product-key scores [B, T, H, 2S] -> (slot ids [B, T, H, count] int32, float32 weights
   [B, T, H, count] = softmax over the selected sums)."""
-  idx, logits = product_key_topk(scores.astype(jnp.float32), count)
+  idx, logits = product_key_topk(scores.astype(jnp.float32), count, impl=impl)
   return idx, jax.nn.softmax(logits, axis=-1)
 
 
@@ -58,7 +60,7 @@ def resolve_memory_dtype(memory_dtype, compute_dtype) -> jnp.dtype:
     if dtype.name not in MEMORY_DTYPES:
       raise ValueError(f"memory_dtype must be one of {MEMORY_DTYPES} or None, got {memory_dtype!r}")
     return dtype
-  if jax.default_backend() == "gpu" and jnp.dtype(compute_dtype) == jnp.bfloat16:
+  if platform.on_gpu() and jnp.dtype(compute_dtype) == jnp.bfloat16:
     return jnp.dtype(jnp.bfloat16)
   return jnp.dtype(jnp.float32)
 
@@ -75,6 +77,7 @@ class SparseDeltaMemory(RecurrentMixer):
     error: "shared" or "per_slot" (see `sparse_delta_rule`).
     learn_m0: learned initial table `M0` [H, N, Dv]; False starts from zeros (no parameter).
     chunk_size, impl: passed to `sparse_delta_rule`.
+    topk_impl: passed to `product_key_topk` ("auto", "xla" or "pallas").
     memory_dtype: storage dtype of the per-sequence table (and decode cache): "float32",
       "bfloat16", or None = bfloat16 on GPU when `dtype` is bfloat16 (what the authors
       train with; the op widens rows and accumulates in float32), float32 otherwise. M0
@@ -90,6 +93,7 @@ class SparseDeltaMemory(RecurrentMixer):
   learn_m0: bool = True
   chunk_size: int = 64
   impl: str = "auto"
+  topk_impl: str = "auto"
   memory_dtype: Any = None
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
@@ -127,8 +131,8 @@ class SparseDeltaMemory(RecurrentMixer):
     chex.assert_axis_dimension(x, 2, self.model_dim)
     batch, length, _ = x.shape
     heads = lambda y: y.reshape(batch, length, self.num_heads, -1)  # noqa: E731
-    write_idx, write_w = addressing(heads(self.key_proj(x)), self.num_writes)
-    read_idx, read_w = addressing(heads(self.query_proj(x)), self.num_reads)
+    write_idx, write_w = addressing(heads(self.key_proj(x)), self.num_writes, self.topk_impl)
+    read_idx, read_w = addressing(heads(self.query_proj(x)), self.num_reads, self.topk_impl)
     g, beta = self.gates(x)
     return write_idx, write_w, heads(self.value_proj(x)), beta, g, read_idx, read_w
 

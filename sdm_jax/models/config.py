@@ -41,6 +41,7 @@ class LMConfig:
     sdm_error: "shared" (the trained form) or "per_slot" (the paper's Eq. 4).
     sdm_learn_m0: learn the initial table M0 [H, N, Dv]; False starts from zeros.
     sdm_chunk_size, sdm_impl: passed to `sdm_jax.ops.sparse_delta_rule`.
+    sdm_topk_impl: passed to `sdm_jax.ops.product_key_topk` ("auto", "xla", "pallas").
     sdm_memory_dtype: storage of `M` tables: "float32", "bfloat16", or None (bfloat16 on
       GPU with bfloat16 activations, float32 otherwise; see `SparseDeltaMemory`).
   """
@@ -74,6 +75,7 @@ class LMConfig:
   sdm_learn_m0: bool = True
   sdm_chunk_size: int = 64
   sdm_impl: str = "auto"
+  sdm_topk_impl: str = "auto"
   sdm_memory_dtype: str | None = None
 
   def __post_init__(self):
@@ -130,6 +132,7 @@ class LMConfig:
     # Imported here for the same reason as the mixer registry above.
     # pylint: disable=g-import-not-at-top
     from sdm_jax.layers.sparse_delta_memory import MEMORY_DTYPES, sub_keys_per_head
+    from sdm_jax.ops import product_key
     from sdm_jax.ops.sparse_delta import IMPLS
     from sdm_jax.ops.sparse_delta.checks import ERROR_FORMS
     # pylint: enable=g-import-not-at-top
@@ -152,6 +155,9 @@ class LMConfig:
       raise ValueError(f"LMConfig.sdm_error must be one of {ERROR_FORMS}, got {self.sdm_error!r}")
     if self.sdm_impl not in IMPLS:
       raise ValueError(f"LMConfig.sdm_impl must be one of {IMPLS}, got {self.sdm_impl!r}")
+    if self.sdm_topk_impl not in product_key.IMPLS:
+      raise ValueError(f"LMConfig.sdm_topk_impl must be one of {product_key.IMPLS}, got "
+                       f"{self.sdm_topk_impl!r}")
     if self.sdm_memory_dtype not in MEMORY_DTYPES + (None,):
       raise ValueError(f"LMConfig.sdm_memory_dtype must be one of {MEMORY_DTYPES} or None, got "
                        f"{self.sdm_memory_dtype!r}")

@@ -91,7 +91,8 @@ def _build_sdm(config, name: str) -> nn.Module:
       model_dim=config.d_model, num_heads=config.sdm_heads, num_slots=config.sdm_slots,
       num_writes=config.sdm_writes, num_reads=config.sdm_reads, error=config.sdm_error,
       learn_m0=config.sdm_learn_m0, chunk_size=config.sdm_chunk_size, impl=config.sdm_impl,
-      memory_dtype=config.sdm_memory_dtype, dtype=_dtype(config.compute_dtype), param_dtype=_dtype(config.param_dtype), name=name)
+      topk_impl=config.sdm_topk_impl, memory_dtype=config.sdm_memory_dtype,
+      dtype=_dtype(config.compute_dtype), param_dtype=_dtype(config.param_dtype), name=name)
 
 
 def _sdm_flops(config, context_len: int) -> float:

@@ -1,30 +1,42 @@
 """Product-key top-k: the k best of S x S slots scored as sums of two halves (DESIGN.md 3.2).
 
 Slot `i1 * S + i2` scores `s1[i1] + s2[i2]` where `s1, s2` are the halves of a score
-vector of size 2S. The k best of the S^2 sums are among the k' x k' sums of the k' = min(k, S)
-best of each half: a pair whose first entry is not in the k best of `s1` is beaten by k
-pairs that share its second entry. So the S^2 sums are never formed.
+vector of size 2S; the S^2 sums are never formed. Implementations (same results, ties
+included) live in `pallas_kernels.product_key`: "xla" (per-half `lax.top_k`, then a top-k
+of the pair grid) and "pallas" (max-and-mask over a pruned pair grid).
 """
 
 from __future__ import annotations
 
 import jax
-from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.product_key import topk_pallas
+from pallas_kernels.product_key import topk_xla
+from sdm_jax.ops import dispatch
 
-def product_key_topk(scores: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+IMPLS = ("auto", "xla", "pallas")
+# "auto" keeps the XLA path until the kernel has been timed against it on the H200
+# (issue 12): the kernel is correct on CPU (interpret mode) and lowers to Triton.
+_AUTO_USES_KERNEL = False
+
+
+def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
+                     ) -> tuple[jax.Array, jax.Array]:
   """The k best slots of a product-key score vector.
 
   Args:
-    scores: [..., 2S] float; the first S entries score the first sub-key, the last S the
-      second.
+    scores: [..., 2S] float (not NaN); the first S entries score the first sub-key, the
+      last S the second.
     k: how many slots to select, 1 <= k <= S * S.
+    impl: "auto" (the XLA path for now), "xla" or "pallas" (interpret mode off GPU).
 
   Returns:
-    idx: [..., k] int32 slot ids `i1 * S + i2` in [0, S * S), distinct along the last axis.
-    logits: [..., k] the sums `s1[i1] + s2[i2]`, in descending order; gradients flow to
-      the selected score entries only (ids are discrete).
+    idx: [..., k] int32 slot ids `i1 * S + i2` in [0, S * S), distinct along the last axis:
+      the k largest sums, the lowest id first among equal sums (-0.0 equals +0.0).
+    logits: [..., k] the sums `s1[i1] + s2[i2]` (formed in float32, returned in scores'
+      dtype), in descending order; gradients flow to the selected score entries only (ids
+      are discrete).
   """
   if scores.ndim < 1:
     raise ValueError(f"scores must have a last axis of size 2S, got shape {scores.shape}")
@@ -39,14 +51,11 @@ def product_key_topk(scores: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
         f"got {k!r}")
   if not jnp.issubdtype(scores.dtype, jnp.floating):
     raise ValueError(f"scores must be floating point, got dtype {scores.dtype}")
-
-  per_half = min(k, num_sub_keys)
-  best1, idx1 = lax.top_k(scores[..., :num_sub_keys], per_half)
-  best2, idx2 = lax.top_k(scores[..., num_sub_keys:], per_half)
-  pair_scores = best1[..., :, None] + best2[..., None, :]
-  pair_scores = pair_scores.reshape(*pair_scores.shape[:-2], per_half * per_half)
-  logits, flat = lax.top_k(pair_scores, k)
-  first = jnp.take_along_axis(idx1, flat // per_half, axis=-1)
-  second = jnp.take_along_axis(idx2, flat % per_half, axis=-1)
-  idx = first.astype(jnp.int32) * num_sub_keys + second.astype(jnp.int32)
-  return idx, logits
+  impl = dispatch.resolve_impl(
+      impl, IMPLS, xla="xla",
+      pallas_unsupported=lambda: None if _AUTO_USES_KERNEL else "not yet timed on a GPU")
+  if impl == "pallas":
+    if jnp.dtype(scores.dtype) == jnp.float64:
+      raise ValueError("impl='pallas' takes float32, bfloat16 or float16 scores, got float64")
+    return topk_pallas.product_key_topk(scores, k)
+  return topk_xla.product_key_topk(scores, k)

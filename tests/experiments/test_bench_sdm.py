@@ -7,6 +7,7 @@ import pytest
 
 from experiments import bench_ops
 from experiments import bench_sdm
+from experiments import bench_topk
 
 TINY = dict(batch=1, seq_len=40, heads=1, slots=64, writes=4, reads=4, chunk_size=16,
             dtype="bfloat16", warmup=0, repeats=1)
@@ -36,3 +37,13 @@ def test_layer_benchmark_counts_every_parameter():
   # the gates (2 d + 2 H), the LayerNorm (2 d) and M0 (N x Dv).
   d, two_s = 16, 16
   assert result["params"] == 2 * (d * two_s + two_s) + 3 * d * d + 2 * d + 2 + 2 * d + 64 * 16
+
+
+def test_topk_benchmark_times_every_implementation():
+  result = bench_topk.benchmark(rows=[4], sub_keys=[8], ks=[4, 100], dtype="float32",
+                                warmup=0, repeats=1)
+  (shape,) = result["results"]  # k = 100 > S * S = 64 is skipped
+  assert (shape["rows"], shape["sub_keys"], shape["k"]) == (4, 8, 4)
+  for key in ("pallas_fwd_ms", "pallas_fwd_bwd_ms", "xla_fwd_ms", "xla_fwd_bwd_ms",
+              "lax_top_k_2s_fwd_ms", "pallas_speedup_over_lax_top_k"):
+    assert shape[key] > 0, key

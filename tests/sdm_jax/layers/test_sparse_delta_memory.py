@@ -138,3 +138,10 @@ def test_slots_must_be_a_perfect_square():
   x, positions = inputs()
   with pytest.raises(ValueError, match="perfect square"):
     make_layer(num_slots=15).init(jax.random.PRNGKey(0), x, positions)
+
+
+def test_topk_kernel_gives_the_same_layer(params):
+  x, positions = inputs()
+  outputs = [jax.jit(make_layer(topk_impl=impl).apply)(params, x, positions)
+             for impl in ("xla", "pallas")]
+  np.testing.assert_allclose(outputs[0], outputs[1], rtol=1e-6, atol=1e-6)

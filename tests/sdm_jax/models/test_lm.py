@@ -92,6 +92,7 @@ def test_bf16_compute_keeps_float32_params_and_logits():
     (dict(pattern="M", sdm_error="local"), "sdm_error"),
     (dict(pattern="M", sdm_impl="triton"), "sdm_impl"),
     (dict(pattern="M", sdm_memory_dtype="float16"), "sdm_memory_dtype"),
+    (dict(pattern="M", sdm_topk_impl="reference"), "sdm_topk_impl"),
     (dict(pattern="M", sdm_heads=3), "sdm_heads"),
 ])
 def test_invalid_configs_name_the_field(fields, message):

@@ -21,10 +21,11 @@ def _scores(seed, shape=(2, 3)):
   return np.random.default_rng(seed).standard_normal((*shape, 2 * SUB_KEYS)).astype(np.float32)
 
 
+@pytest.mark.parametrize("impl", ["auto", "pallas"])
 @pytest.mark.parametrize("k", [1, 4, SUB_KEYS, SUB_KEYS + 5, SUB_KEYS * SUB_KEYS])
-def test_matches_brute_force_over_all_slots(k):
+def test_matches_brute_force_over_all_slots(k, impl):
   scores = _scores(k)
-  idx, logits = jax.jit(product_key_topk, static_argnums=1)(scores, k)
+  idx, logits = jax.jit(lambda s: product_key_topk(s, k, impl=impl))(scores)
   want_logits, want_idx = jax.jit(_brute_force_topk, static_argnums=1)(scores, k)
   assert idx.dtype == jnp.int32 and idx.shape == (2, 3, k) and logits.shape == (2, 3, k)
   np.testing.assert_array_equal(idx, want_idx)
@@ -50,6 +51,14 @@ def test_works_under_jit_and_vmap():
   want_logits, want_idx = jax.jit(_brute_force_topk, static_argnums=1)(scores, 3)
   np.testing.assert_array_equal(idx, want_idx)
   np.testing.assert_allclose(logits, want_logits, atol=1e-6)
+
+
+def test_impl_is_checked_and_the_kernel_takes_no_float64():
+  with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'xla', 'pallas'\)"):
+    product_key_topk(jnp.ones((2, 12)), 2, impl="triton")
+  with jax.enable_x64(True):
+    with pytest.raises(ValueError, match="float64"):
+      product_key_topk(jnp.ones((2, 12), jnp.float64), 2, impl="pallas")
 
 
 @pytest.mark.parametrize("shape,k,match", [
