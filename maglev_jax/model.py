@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from maglev_jax.config import MaglevConfig
 from maglev_jax.injection import MemoryInjection
 from sdm_jax.layers.norms import RMSNorm
-from sdm_jax.models.lm import LM, Block
+from sdm_jax.models.lm import LM, Block, default_positions
 
 Params = dict[str, Any]
 
@@ -37,11 +37,6 @@ def shift_memories(memories: jax.Array) -> jax.Array:
   """[B, T, d] -> [B, T, d] whose position j holds memories[:, j - 1] (zeros at j = 0)."""
   chex.assert_rank(memories, 3)
   return jnp.pad(memories[:, :-1], ((0, 0), (1, 0), (0, 0)))
-
-
-def default_positions(tokens: jax.Array) -> jax.Array:
-  """Positions 0..T-1 of tokens [B, T], as int32 [B, T]."""
-  return jnp.broadcast_to(jnp.arange(tokens.shape[1], dtype=jnp.int32), tokens.shape)
 
 
 class ResidualScales(nn.Module):

@@ -91,7 +91,7 @@ class LM(nn.Module):
   def hidden(self, tokens: jax.Array, positions: jax.Array | None = None) -> jax.Array:
     """tokens [B, T] -> final-norm hidden states [B, T, d]."""
     x = self._embed(tokens)
-    positions = _default_positions(tokens) if positions is None else positions
+    positions = default_positions(tokens) if positions is None else positions
     for block in self.blocks:
       x = block(x, positions)
     return self.final_norm(x)
@@ -102,7 +102,7 @@ class LM(nn.Module):
   def prefill(self, tokens: jax.Array, cache_len: int):
     """Runs a prompt [B, T] at positions 0..T-1 in parallel; returns (logits, caches)."""
     x = self._embed(tokens)
-    positions = _default_positions(tokens)
+    positions = default_positions(tokens)
     caches = []
     for block in self.blocks:
       x, cache = block.prefill(x, positions, cache_len)
@@ -119,7 +119,8 @@ class LM(nn.Module):
     return self.logits(self.final_norm(x)), new_caches
 
 
-def _default_positions(tokens: jax.Array) -> jax.Array:
+def default_positions(tokens: jax.Array) -> jax.Array:
+  """Positions 0..T-1 of tokens [B, T], as int32 [B, T]."""
   return jnp.broadcast_to(jnp.arange(tokens.shape[1], dtype=jnp.int32), tokens.shape)
 
 

@@ -10,7 +10,6 @@ import jax.numpy as jnp
 from pallas_kernels import platform
 from sdm_jax.ops.gated_delta.chunk import STATE_PASSES
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
-from sdm_jax.ops.gated_delta.chunk import unit_lower_triangular_inverse
 from sdm_jax.ops.gated_delta.naive import gated_delta_rule_reference
 from sdm_jax.ops.gated_delta.naive import gated_delta_step
 
@@ -74,5 +73,4 @@ __all__ = [
     "gated_delta_rule_reference",
     "gated_delta_step",
     "resolve_impl",
-    "unit_lower_triangular_inverse",
 ]

@@ -16,11 +16,7 @@ from jax import lax
 import jax.numpy as jnp
 
 from sdm_jax.ops.gated_delta import validation
-
-
-def accumulation_dtype(*dtypes) -> jnp.dtype:
-  """At least float32: bf16/f16/f32 inputs accumulate in float32, float64 stays float64."""
-  return jnp.promote_types(jnp.result_type(*dtypes), jnp.float32)
+from sdm_jax.ops.precision import accumulation_dtype
 
 
 def default_scale(key_dim: int, scale: float | None) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import jax
 
 from sdm_jax.ops import dispatch
+from sdm_jax.ops.precision import accumulation_dtype
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.sparse_delta.chunk import pallas_unsupported
 from sdm_jax.ops.sparse_delta.chunk import sparse_delta_rule_chunked
@@ -31,7 +32,7 @@ def resolve_impl(impl: str, memory, v, *, chunk_size: int) -> str:
   """
   return dispatch.resolve_impl(
       impl, IMPLS, xla="chunked", pallas_unsupported=lambda: pallas_unsupported(
-          memory, v, chunk_size, checks.accumulation_dtype(memory, v)))
+          memory, v, chunk_size, accumulation_dtype(memory, v)))
 
 
 def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sdm_jax.ops.precision import accumulation_dtype
+
 ERROR_FORMS = ("shared", "per_slot")
 
 
@@ -37,11 +39,6 @@ def check_error_form(error: str) -> None:
 def check_chunk_size(chunk_size: int) -> None:
   if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
     raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
-
-
-def accumulation_dtype(*arrays: jax.Array) -> np.dtype:
-  """float32 for bf16/f16/f32 inputs; float64 if any input is float64."""
-  return np.dtype(jnp.promote_types(jnp.float32, jnp.result_type(*arrays)))
 
 
 def storage_dtype(memory_dtype, accumulation) -> np.dtype:

@@ -31,6 +31,7 @@ from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_xla
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 from sdm_jax.ops.sparse_delta import checks
+from sdm_jax.ops.triangular import unit_lower_triangular_inverse
 
 # The C x C products feed the recurrence: keep them in full float32 (no TF32 on GPU).
 _PRECISION = lax.Precision.HIGHEST
@@ -39,36 +40,6 @@ _PRECISION = lax.Precision.HIGHEST
 # cumulative sums stay finite: exp(-80) ~ 2e-35 leaves ~0 of the overwritten row either
 # way, but no gradient flows through that token's retention.
 _MIN_LOG_RETENTION = -80.0
-
-
-def _unit_lower_inverse(lower: jax.Array) -> jax.Array:
-  """Inverse of unit lower-triangular matrices [..., n, n], by doubling diagonal blocks.
-
-  [[A, 0], [B, D]]^-1 = [[A^-1, 0], [-D^-1 B A^-1, D^-1]], applied to all blocks of one
-  size at once: log2(n) rounds of batched matmuls. (jax.scipy's batched triangular
-  solve was ~400x slower on CPU at C = 32, and matmuls are what GPUs do best.)
-  """
-  n = lower.shape[-1]
-  size = 1 << max(n - 1, 0).bit_length()
-  batch = lower.shape[:-2]
-  if size != n:  # Pad to a power of two with an identity block.
-    padded = jnp.broadcast_to(jnp.eye(size, dtype=lower.dtype), (*batch, size, size))
-    lower = padded.at[..., :n, :n].set(lower)
-  inverse = jnp.ones((*batch, size, 1, 1), lower.dtype)  # inverses of the 1 x 1 blocks
-  block = 1
-  while block < size:
-    groups = size // (2 * block)
-    pairs = lower.reshape(*batch, groups, 2 * block, groups, 2 * block)
-    pairs = jnp.moveaxis(jnp.diagonal(pairs, axis1=-4, axis2=-2), -1, -3)  # [..., groups, 2b, 2b]
-    first, second = inverse[..., 0::2, :, :], inverse[..., 1::2, :, :]
-    coupling = jnp.matmul(pairs[..., block:, :block], first, precision=_PRECISION)
-    coupling = -jnp.matmul(second, coupling, precision=_PRECISION)
-    inverse = jnp.concatenate([
-        jnp.concatenate([first, jnp.zeros_like(first)], axis=-1),
-        jnp.concatenate([coupling, second], axis=-1),
-    ], axis=-2)
-    block *= 2
-  return inverse[..., 0, :n, :n]
 
 
 def _pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, *, strict):
@@ -129,8 +100,8 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
   qk = _pair_weights(read_pos, read_w, read_log, key_table, cum_log_decay, strict=False)
   if error == "shared":
     attn = _pair_weights(write_pos, write_w, write_log, key_table, cum_log_decay, strict=True)
-    lower = jnp.eye(chunk, dtype=dtype) + beta[:, None] * attn
-    solve = _unit_lower_inverse(lower) * beta[None, :]
+    solve = unit_lower_triangular_inverse(beta[:, None] * attn,
+                                          precision=_PRECISION) * beta[None, :]
     write_coef = write_w * jnp.exp(write_log)
     values = v
   else:

@@ -205,17 +205,6 @@ def test_vmap_over_an_extra_axis(inputs):
   assert relative_error(s.reshape(s_full.shape), s_full) < 1e-6
 
 
-def test_unit_lower_triangular_inverse():
-  """Checked against the identity for a power-of-two size and one that needs padding."""
-  for n in (7, 16):
-    a = jnp.asarray(np.random.default_rng(n).normal(size=(3, n, n)), jnp.float32)
-    inverse = jax.jit(gated_delta.unit_lower_triangular_inverse)(a)
-    unit_lower = np.eye(n) + np.tril(np.asarray(a, np.float64), -1)
-    np.testing.assert_allclose(np.asarray(inverse) @ unit_lower, np.broadcast_to(np.eye(n), a.shape),
-                               atol=1e-4)
-    assert np.all(np.triu(np.asarray(inverse), 1) == 0)
-
-
 def test_chunked_backward_memory_grows_with_chunks_not_tokens():
   """Autodiff through the chunked path keeps a [K, V] state per chunk, not per token."""
   (q, k, v, g, beta), _ = make_inputs(3, batch=1, seq_len=512, heads=1, key_dim=64,

@@ -10,7 +10,6 @@ import pytest
 from sdm_jax.ops import gated_delta_rule
 from sdm_jax.ops import sparse_delta_rule
 from sdm_jax.ops import sparse_delta_step
-from sdm_jax.ops.sparse_delta import chunk
 from sdm_jax.ops.sparse_delta import resolve_impl
 from sdm_jax.ops.sparse_delta import sparse_delta_rule_reference
 
@@ -313,14 +312,6 @@ def test_step_rejects_a_time_axis_and_bad_error_form():
   with pytest.raises(ValueError, match="error must be one of"):
     sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]), error="both")
 
-
-@pytest.mark.parametrize("n", [1, 2, 13])
-def test_unit_lower_inverse(n):
-  rng = np.random.default_rng(n)
-  lower = np.tril(rng.standard_normal((3, n, n)), -1) * 0.5 + np.eye(n)
-  got = jax.jit(chunk._unit_lower_inverse)(jnp.asarray(lower, jnp.float32))
-  np.testing.assert_allclose(np.asarray(got) @ lower, np.broadcast_to(np.eye(n), lower.shape),
-                             atol=1e-5)
 
 
 def _pallas_args(seed, **kwargs):
