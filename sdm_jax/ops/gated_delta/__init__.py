@@ -8,6 +8,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from sdm_jax.ops import dispatch
 from sdm_jax.ops.gated_delta.chunk import STATE_PASSES
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
 from sdm_jax.ops.gated_delta.naive import gated_delta_rule_reference
@@ -18,11 +19,11 @@ IMPLS = ("auto", "reference", "chunked")
 
 def resolve_impl(impl: str) -> str:
   """The implementation `impl` runs: "auto" is the chunked XLA path on every platform
-  (its state pass chosen by `default_state_pass`)."""
-  if impl not in IMPLS:
-    hint = " (no Pallas kernel for the gated delta rule yet)" if impl == "pallas" else ""
-    raise ValueError(f"impl must be one of {IMPLS}{hint}, got {impl!r}")
-  return "chunked" if impl == "auto" else impl
+  (its state pass chosen by `default_state_pass`) until the GDN kernel exists."""
+  if impl == "pallas":
+    raise ValueError(f"impl must be one of {IMPLS} (no Pallas kernel for the gated delta "
+                     f"rule yet), got 'pallas'")
+  return dispatch.resolve_impl(impl, IMPLS, xla="chunked")
 
 
 def default_state_pass(dtype) -> str:
