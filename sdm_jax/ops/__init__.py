@@ -1,6 +1,9 @@
 """Pure-JAX operators: the math of every mixer, each with a readable reference.
 
-Every op takes `impl="auto" | "reference" | "chunked" | "pallas"` where it has several.
+Ops with several implementations take `impl` (each lists its own in `IMPLS`: "reference"
+token-by-token scans, "chunked" / "xla" fast XLA paths, "pallas" kernels), resolved by
+`dispatch.resolve_impl`: "auto" is the op's Pallas kernel on a GPU where it has one and
+can take the inputs, its fast XLA path otherwise.
 """
 
 from __future__ import annotations
