@@ -22,8 +22,9 @@ from sdm_jax.ops.sparse_delta.naive import sparse_delta_step
 IMPLS = ("auto", "reference", "chunked", "pallas")
 
 
-def resolve_impl(impl: str, memory, v, *, chunk_size: int) -> str:
-  """The implementation `impl` runs for these inputs (the op's `memory` and `v`).
+def resolve_impl(impl: str, memory, v, *, chunk_size: int, accumulation=None) -> str:
+  """The implementation `impl` runs for these inputs (the op's `memory` and `v`;
+  `accumulation`: the dtype all float inputs accumulate in, default from memory and v).
 
   "auto" is the Pallas kernel on a GPU when it can take the inputs (`pallas_unsupported`:
   float32 or bfloat16 table, float32 accumulation, Dv a multiple of 16, chunk_size a power
@@ -32,7 +33,8 @@ def resolve_impl(impl: str, memory, v, *, chunk_size: int) -> str:
   """
   return dispatch.resolve_impl(
       impl, IMPLS, xla="chunked", pallas_unsupported=lambda: pallas_unsupported(
-          memory, v, chunk_size, accumulation_dtype(memory, v)))
+          memory, v, chunk_size,
+          accumulation_dtype(memory, v) if accumulation is None else accumulation))
 
 
 def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
@@ -75,7 +77,8 @@ def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
   """
   checks.check_error_form(error)
   checks.check_chunk_size(chunk_size)
-  impl = resolve_impl(impl, memory, v, chunk_size=chunk_size)
+  impl = resolve_impl(impl, memory, v, chunk_size=chunk_size, accumulation=accumulation_dtype(
+      memory, write_w, v, beta, g, read_w))
   args = (memory, write_idx, write_w, v, beta, g, read_idx, read_w)
   if impl == "reference":
     return sparse_delta_rule_reference(*args, error=error)

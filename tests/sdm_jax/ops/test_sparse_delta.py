@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from pallas_kernels import platform
 from sdm_jax.ops import gated_delta_rule
 from sdm_jax.ops import sparse_delta_rule
 from sdm_jax.ops import sparse_delta_step
@@ -340,6 +341,17 @@ def test_pallas_matches_the_reference(error):
   ref_grads = jax.grad(functools.partial(loss, "reference"), argnums=(0, 1, 2))(*floats)
   for got_grad, ref_grad in zip(grads, ref_grads):
     np.testing.assert_allclose(got_grad, ref_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_auto_on_gpu_keeps_float64_inputs_off_the_kernels(monkeypatch):
+  """A float64 input anywhere (here beta) makes the op accumulate in float64, which the
+  kernels cannot: "auto" must then pick the XLA path, not fail."""
+  monkeypatch.setattr(platform, "on_gpu", lambda: True)
+  with jax.enable_x64(True):
+    args = list(_pallas_args(34))
+    args[4] = jnp.asarray(args[4], jnp.float64)
+    out, _ = sparse_delta_rule(*args, impl="auto", chunk_size=16)
+    assert out.dtype == args[3].dtype
 
 
 def test_auto_picks_the_kernels_only_on_gpu_and_pallas_rejects_float64():
