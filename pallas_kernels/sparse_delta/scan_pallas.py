@@ -436,36 +436,45 @@ def _pieces(table_dtype) -> int:
   return 3 if jnp.dtype(table_dtype) == jnp.float32 else 2
 
 
-def _write_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelConfig):
-  """The plan in the kernels' layout, stacked over chunks [n, B * H, ...]: token-major
-  arrays, slot-sorted write entries and the write row tiles."""
-  f32 = lambda x: _chunk_major(x).astype(jnp.float32)  # noqa: E731
+def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
+  """The plan's integer part in the kernels' layout, stacked over chunks [n, B * H, ...]:
+  token-major slot ids, slot-sorted write entries and the write row tiles. The forward
+  builds it (two sorts) and the backward reuses it."""
   slots = ids.slots.astype(jnp.int32)
   flat_pos = ids.write_pos.reshape(*ids.write_pos.shape[:-2], -1).astype(jnp.int32)
   write_slot = jnp.take_along_axis(slots, flat_pos, axis=-1).reshape(ids.write_pos.shape)
   writes = jax.tree.map(_chunk_major, layout.write_layout(
       ids.write_pos, slots, num_slots=dims.num_slots, width=dims.writes,
       row_tile=config.row_tile))
-  xs = dict(
+  int_xs = dict(
       read_slot=_chunk_major(layout.pad_entries(ids.read_idx.astype(jnp.int32), dims.reads,
                                                 dims.num_slots)),
-      read_coef=layout.pad_entries(f32(coefs.read_coef), dims.reads, 0),
-      qk=f32(coefs.qk),
-      values=f32(coefs.values),
       write_slot=_chunk_major(layout.pad_entries(write_slot, dims.writes, dims.num_slots)),
-      update_coef=layout.pad_entries(f32(coefs.update_coef), dims.writes, 0),
       entry_token=writes.token,
       entry_row=writes.row,
       entry_begin=writes.entry_begin,
-      entry_update_coef=_sorted(f32(coefs.update_coef), writes, dims.writes),
       row_slot=writes.row_slot,
+  )
+  return int_xs, writes
+
+
+def _write_inputs(coefs: ChunkCoefs, int_xs: dict, writes: layout.EntryLayout, dims: _Dims):
+  """`_write_layout`'s arrays and the coefficients in the kernels' layout (float32)."""
+  f32 = lambda x: _chunk_major(x).astype(jnp.float32)  # noqa: E731
+  xs = dict(
+      int_xs,
+      read_coef=layout.pad_entries(f32(coefs.read_coef), dims.reads, 0),
+      qk=f32(coefs.qk),
+      values=f32(coefs.values),
+      update_coef=layout.pad_entries(f32(coefs.update_coef), dims.writes, 0),
+      entry_update_coef=_sorted(f32(coefs.update_coef), writes, dims.writes),
       row_decay=layout.pad_entries(f32(coefs.end_decay), dims.write_rows, 0),
   )
   if dims.shared:
     xs.update(write_coef=layout.pad_entries(f32(coefs.write_coef), dims.writes, 0),
               solve=f32(coefs.solve),
               entry_write_coef=_sorted(f32(coefs.write_coef), writes, dims.writes))
-  return xs, writes
+  return xs
 
 
 def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelConfig):
@@ -576,7 +585,8 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
   dims = _dims(memory.shape, ids, coefs.solve is not None, config)
   table = jnp.broadcast_to(memory, (batch, heads, *memory.shape[-2:]))
   table = table.reshape(dims.batch_heads, *memory.shape[-2:])
-  xs, _ = _write_inputs(coefs, ids, dims, config)
+  int_xs, writes = _write_layout(ids, dims, config)
+  xs = _write_inputs(coefs, int_xs, writes, dims)
   tokens = jnp.zeros((num_chunks, dims.batch_heads, chunk, dims.value_dim), jnp.float32)
   saved = dict(out=tokens, snapshot=jnp.zeros(
       (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
@@ -589,17 +599,17 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
   final = final.reshape(batch, heads, *memory.shape[-2:])
   # A shared [H, N, Dv] table is remembered by a [H, 0] marker (residuals must be arrays).
   shared_marker = jnp.zeros((heads, 0), memory.dtype) if memory.ndim == 3 else None
-  return (out, final), (final, saved, coefs, ids, shared_marker)
+  return (out, final), (final, saved, coefs, ids, int_xs, writes, shared_marker)
 
 
 def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
-  final, saved, coefs, ids, shared_marker = residuals
+  final, saved, coefs, ids, int_xs, writes, shared_marker = residuals
   d_out, d_final = cotangents
   batch, heads, num_chunks, chunk, value_dim = d_out.shape
   num_slots = final.shape[-2]
   dims = _dims(final.shape, ids, coefs.solve is not None, config)
   bh, slabs = dims.batch_heads, value_dim // config.block_cols
-  xs, writes = _write_inputs(coefs, ids, dims, config)
+  xs = _write_inputs(coefs, int_xs, writes, dims)
   read_xs, reads = _read_inputs(coefs, ids, dims, config)
   d_out_chunks = _chunk_major(d_out.astype(jnp.float32))
   xs = dict(xs, **read_xs, **saved, d_out=d_out_chunks)
