@@ -26,12 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallas_kernels import platform
+from pallas_kernels.blocks import next_power_of_two
 
 _NO_ID = np.iinfo(np.int32).max
-
-
-def _next_power_of_two(n: int) -> int:
-  return 1 << max(n - 1, 0).bit_length()
 
 
 def candidate_pairs(k: int, per_half: int) -> np.ndarray:
@@ -66,9 +63,9 @@ def _max_and_mask(values, ids, taken, rounds: int, out_size: int):
 def _kernel(scores_ref, pairs_ref, idx_ref, logits_ref, *, sub_keys: int, k: int,
             per_half: int):
   row = pl.program_id(0)
-  half_block = _next_power_of_two(sub_keys)
-  rank_block = _next_power_of_two(per_half)
-  out_block = _next_power_of_two(k)
+  half_block = next_power_of_two(sub_keys)
+  rank_block = next_power_of_two(per_half)
+  out_block = next_power_of_two(k)
   lanes = jnp.arange(half_block, dtype=jnp.int32)
   padding = lanes >= sub_keys
 
@@ -106,7 +103,7 @@ def _forward(scores, k: int, interpret: bool):
   per_half = min(k, sub_keys)
   rows = scores.reshape(-1, width)
   pairs = candidate_pairs(k, per_half)
-  padded = np.full((_next_power_of_two(len(pairs)), 2), -1, np.int32)
+  padded = np.full((next_power_of_two(len(pairs)), 2), -1, np.int32)
   padded[:len(pairs)] = pairs
   kernel = functools.partial(_kernel, sub_keys=sub_keys, k=k, per_half=per_half)
   idx, logits = pl.pallas_call(

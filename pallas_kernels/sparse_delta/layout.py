@@ -35,10 +35,6 @@ class EntryLayout(NamedTuple):
   entry_begin: jax.Array  # [..., n_tiles + 1] first entry of each row tile (then E_real)
 
 
-def next_power_of_two(n: int) -> int:
-  return 1 << max(n - 1, 0).bit_length()
-
-
 def pad_entries(x: jax.Array, width: int, fill) -> jax.Array:
   """Pads the last axis of x to `width` with `fill`."""
   pad = width - x.shape[-1]

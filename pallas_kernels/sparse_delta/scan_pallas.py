@@ -46,6 +46,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.blocks import next_power_of_two
 from pallas_kernels.sparse_delta import layout
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 
@@ -408,8 +409,8 @@ def _batch_major(x, batch, heads):
 
 def _dims(memory_shape, ids: ChunkIds, shared: bool, config: KernelConfig) -> _Dims:
   batch, heads, _, chunk, num_writes = ids.write_pos.shape
-  writes = layout.next_power_of_two(num_writes)
-  reads = layout.next_power_of_two(ids.read_idx.shape[-1])
+  writes = next_power_of_two(num_writes)
+  reads = next_power_of_two(ids.read_idx.shape[-1])
   return _Dims(
       batch_heads=batch * heads, chunk=chunk, writes=writes, reads=reads,
       write_rows=layout.num_rows(ids.slots.shape[-1], config.row_tile),

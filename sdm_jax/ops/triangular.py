@@ -9,6 +9,8 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.blocks import next_power_of_two
+
 
 def unit_lower_triangular_inverse(a, *, precision=lax.Precision.HIGHEST):
   """(I + a)^-1 for strictly lower-triangular a [..., n, n], by recursive 2 x 2 blocking.
@@ -19,7 +21,7 @@ def unit_lower_triangular_inverse(a, *, precision=lax.Precision.HIGHEST):
   The upper triangle of `a` (diagonal included) is ignored.
   """
   n = a.shape[-1]
-  size = 1 << max(n - 1, 0).bit_length()  # Next power of two, so halves stack.
+  size = next_power_of_two(n)  # so the halves stack
   lower = jnp.tril(a, -1)
   if size != n:  # Block-diagonal padding with I leaves the leading n x n inverse unchanged.
     pad = [(0, 0)] * (a.ndim - 2) + [(0, size - n), (0, size - n)]

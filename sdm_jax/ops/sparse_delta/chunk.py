@@ -27,6 +27,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.blocks import next_power_of_two
 from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_xla
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
@@ -171,7 +172,7 @@ def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl
 def kernel_chunk(chunk_size: int, seq_len: int) -> int:
   """The kernel's chunk length: chunk_size, or for a shorter sequence the power of two
   (>= 16) that holds it; the sequence is padded with tokens that change nothing."""
-  return min(chunk_size, max(16, 1 << max(seq_len - 1, 0).bit_length()))
+  return min(chunk_size, max(16, next_power_of_two(seq_len)))
 
 
 def pallas_unsupported(memory, v, chunk_size: int, accumulation) -> str | None:

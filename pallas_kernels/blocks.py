@@ -1,0 +1,9 @@
+"""Block sizes: every block a Triton kernel loads or stores has a power-of-two size, so
+shapes are padded up to one."""
+
+from __future__ import annotations
+
+
+def next_power_of_two(n: int) -> int:
+  """The smallest power of two >= n (1 for n <= 1)."""
+  return 1 << max(n - 1, 0).bit_length()
