@@ -1,6 +1,6 @@
 """Product-key top-k: the k best of S x S slots scored as sums of two halves (DESIGN.md 3.2).
 
-`topk_xla.product_key_topk` (per-half `lax.top_k`, then a top-k over the pair grid) and
+`topk_xla.product_key_topk` (per-half sorts, then a sort of the pruned pair grid) and
 `topk_pallas.product_key_topk` (a Pallas kernel: per-half max-and-mask, the pruned pair
 grid, max-and-mask again) share one contract, including ties: the k slots with the largest
 sums, the lowest slot id first among equal sums.

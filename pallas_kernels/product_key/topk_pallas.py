@@ -4,7 +4,8 @@ Neither Triton nor Mosaic lowers a sort or `top_k`, so the kernel selects by rou
 max-and-mask, one row of scores per program:
 
 1. per half, k' = min(k, S) rounds: the largest untaken score, the lowest index among
-   equal ones, recorded and taken; this is each half's top k' in rank order;
+   equal ones, recorded and taken; the pick of round r goes straight to the candidates
+   whose rank in this half is r (no gathers from registers);
 2. the pair grid pruned to ranks (i + 1)(j + 1) <= k: pair (i, j) is beaten by every pair
    of lower or equal ranks in both halves, (i + 1)(j + 1) - 1 of them, so only those can be
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2);
@@ -27,35 +28,30 @@ import numpy as np
 
 from pallas_kernels import platform
 from pallas_kernels.blocks import next_power_of_two
+from pallas_kernels.product_key.topk_xla import candidate_pairs
 
 _NO_ID = np.iinfo(np.int32).max
 
 
-def candidate_pairs(k: int, per_half: int) -> np.ndarray:
-  """[P, 2] ranks (i, j), both < per_half, with (i + 1)(j + 1) <= k."""
-  return np.array([(i, j) for i in range(per_half) for j in range(per_half)
-                   if (i + 1) * (j + 1) <= k], np.int32)
-
-
-def _max_and_mask(values, ids, taken, rounds: int, out_size: int):
+def _max_and_mask(values, ids, taken, rounds: int, targets):
   """`rounds` times: the largest untaken value (lowest id among equals), recorded and taken.
 
-  values [X] float32, ids [X] int32 (distinct among untaken entries), taken [X] bool.
-  Returns (values [out_size], ids [out_size]); entries past `rounds` are -inf / _NO_ID.
+  values [X] float32, ids [X] int32 (distinct among untaken entries), taken [X] bool;
+  targets [Y] int32 ranks. Returns (values [Y], ids [Y]): lane y holds the targets[y]-th
+  pick (0 = best); lanes whose rank is never picked (negative or >= rounds) hold -inf and
+  _NO_ID. Writing picks straight to their lanes avoids gathering from registers later.
   """
-  lanes = jnp.arange(out_size, dtype=jnp.int32)
-
   def body(r, carry):
     taken, out_values, out_ids = carry
     best = jnp.max(jnp.where(taken, -jnp.inf, values))
     pick = jnp.min(jnp.where(jnp.logical_not(taken) & (values == best), ids, _NO_ID))
     taken = taken | (ids == pick)
-    out_values = jnp.where(lanes == r, best, out_values)
-    out_ids = jnp.where(lanes == r, pick, out_ids)
+    out_values = jnp.where(targets == r, best, out_values)
+    out_ids = jnp.where(targets == r, pick, out_ids)
     return taken, out_values, out_ids
 
-  init = (taken, jnp.full((out_size,), -jnp.inf, jnp.float32),
-          jnp.full((out_size,), _NO_ID, jnp.int32))
+  init = (taken, jnp.full(targets.shape, -jnp.inf, jnp.float32),
+          jnp.full(targets.shape, _NO_ID, jnp.int32))
   _, out_values, out_ids = jax.lax.fori_loop(0, rounds, body, init)
   return out_values, out_ids
 
@@ -64,33 +60,22 @@ def _kernel(scores_ref, pairs_ref, idx_ref, logits_ref, *, sub_keys: int, k: int
             per_half: int):
   row = pl.program_id(0)
   half_block = next_power_of_two(sub_keys)
-  rank_block = next_power_of_two(per_half)
   out_block = next_power_of_two(k)
   lanes = jnp.arange(half_block, dtype=jnp.int32)
   padding = lanes >= sub_keys
+  first_rank, second_rank = pairs_ref[:, 0], pairs_ref[:, 1]  # [P] each, -1 = padding
 
-  def best_of_half(offset):
+  def candidates_of_half(offset, ranks):
+    """Each candidate's score and index in this half: the ranks[p]-th best."""
     scores = pltriton.load(scores_ref.at[row, offset + lanes], mask=jnp.logical_not(padding),
                            other=-jnp.inf)
-    return _max_and_mask(scores.astype(jnp.float32), lanes, padding, per_half, rank_block)
+    return _max_and_mask(scores.astype(jnp.float32), lanes, padding, per_half, ranks)
 
-  values1, idx1 = best_of_half(0)
-  values2, idx2 = best_of_half(sub_keys)
-
-  first_rank, second_rank = pairs_ref[:, 0], pairs_ref[:, 1]  # [P] each, -1 = padding
-  ranks = jnp.arange(rank_block, dtype=jnp.int32)[None, :]
-
-  def at_rank(rank, values, idx):
-    """values[rank], idx[rank] for a vector of ranks (no gathers from registers)."""
-    match = rank[:, None] == ranks
-    return (jnp.sum(jnp.where(match, values[None, :], 0.0), axis=1),
-            jnp.sum(jnp.where(match, idx[None, :], 0), axis=1))
-
-  first_value, first_idx = at_rank(first_rank, values1, idx1)
-  second_value, second_idx = at_rank(second_rank, values2, idx2)
-  logits, idx = _max_and_mask(first_value + second_value, first_idx * sub_keys + second_idx,
-                              first_rank < 0, k, out_block)
+  first_value, first_idx = candidates_of_half(0, first_rank)
+  second_value, second_idx = candidates_of_half(sub_keys, second_rank)
   out_lanes = jnp.arange(out_block, dtype=jnp.int32)
+  logits, idx = _max_and_mask(first_value + second_value, first_idx * sub_keys + second_idx,
+                              first_rank < 0, k, out_lanes)
   stored = out_lanes < k
   out_at = jnp.where(stored, out_lanes, k)  # masked lanes out of bounds (interpret mode)
   pltriton.store(idx_ref.at[row, out_at], idx, mask=stored)

@@ -1,10 +1,17 @@
 """Product-key top-k in XLA: the twin of `topk_pallas`.
 
-Slot `i1 * S + i2` scores `s1[i1] + s2[i2]`. The k best of the S^2 sums are among the
-k' x k' sums of the k' = min(k, S) best of each half: a pair whose first entry is not in
-the k best of `s1` is beaten by k pairs that share its second entry (ties included: with
-equal scores, the lower index, hence the lower slot id, ranks first). So the S^2 sums are
-never formed.
+Slot `i1 * S + i2` scores `s1[i1] + s2[i2]`. Rank each half (best first, the lower index
+first among equal scores). Pair (i, j) of ranks is beaten by every pair of lower or equal
+ranks in both halves, (i + 1)(j + 1) - 1 of them, each with a sum at least as large and,
+among equal sums, a lower slot id. So the k best of the S^2 sums are among the pairs with
+(i + 1)(j + 1) <= k (`candidate_pairs`: 119 for k = 32, 280 for k = 64), and the S^2 sums,
+or even the k x k grid, are never formed. (Float rounding can make two different exact sums
+equal; the argument then holds up to such rounding ties.)
+
+Each half is ranked by `lax.top_k` (the lower index first among equal scores); the
+candidates, which are not in id order, by a `lax.sort` keyed on (-sum, id), which states
+the tie rule outright. On the H200 this is 1.1-1.6x faster than sorting the halves too
+(WORKSPACE.md).
 """
 
 from __future__ import annotations
@@ -12,37 +19,47 @@ from __future__ import annotations
 import jax
 from jax import lax
 import jax.numpy as jnp
+import numpy as np
+
+
+def candidate_pairs(k: int, per_half: int) -> np.ndarray:
+  """[P, 2] ranks (i, j), both < per_half, with (i + 1)(j + 1) <= k; row-major order."""
+  return np.array([(i, j) for i in range(per_half) for j in range(per_half)
+                   if (i + 1) * (j + 1) <= k], np.int32)
 
 
 def _without_negative_zero(x: jax.Array) -> jax.Array:
-  """-0.0 -> +0.0: `lax.top_k` orders -0 below +0, the contract (and the kernel) treats
-  them as equal sums. (-0) + (+0) = +0; the gradient stays 1, zeros included."""
+  """-0.0 -> +0.0: sorts order -0 below +0, the contract (and the kernel) treats them as
+  equal sums. (-0) + (+0) = +0; the gradient stays 1, zeros included."""
   return x + lax.stop_gradient(jnp.where(x == 0, -x, jnp.zeros_like(x)))
 
 
-def _best_in_id_order(half: jax.Array, count: int):
-  """The `count` best entries of `half` [..., S] (ties: lowest index), sorted by index."""
+def _best(values: jax.Array, ids: jax.Array, count: int):
+  """The `count` largest `values` [..., X] with their `ids`, best first, lowest id first
+  among equal values. Differentiable in `values` (sort carries them as an operand)."""
+  _, ids, values = lax.sort((-values, ids, values), num_keys=2)
+  return values[..., :count], ids[..., :count]
+
+
+def _ranked_half(half: jax.Array, count: int):
+  """The `count` best of `half` [..., S] and their indices, best first (`lax.top_k`: the
+  lower index first among equal values)."""
   values, idx = lax.top_k(half, count)
-  idx, values = lax.sort((idx.astype(jnp.int32), values), num_keys=1)
-  return values, idx
+  return values, idx.astype(jnp.int32)
 
 
 def product_key_topk(scores: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
   """scores [..., 2S] -> (idx [..., k] int32, logits [..., k] in scores' dtype).
 
   Sums are formed in float32 (at least); among equal sums the lowest slot id wins.
-  Gradients flow to the selected score entries (through `lax.top_k`).
+  Gradients flow to the selected score entries.
   """
   num_sub_keys = scores.shape[-1] // 2
   wide = _without_negative_zero(scores.astype(jnp.promote_types(scores.dtype, jnp.float32)))
   per_half = min(k, num_sub_keys)
-  best1, idx1 = _best_in_id_order(wide[..., :num_sub_keys], per_half)
-  best2, idx2 = _best_in_id_order(wide[..., num_sub_keys:], per_half)
-  # Both halves sorted by index: the pair grid, row-major, is in slot-id order, so
-  # lax.top_k's tie rule (lower position first) is the lowest-id rule.
-  pair_scores = _without_negative_zero(best1[..., :, None] + best2[..., None, :])
-  pair_scores = pair_scores.reshape(*pair_scores.shape[:-2], per_half * per_half)
-  logits, flat = lax.top_k(pair_scores, k)
-  first = jnp.take_along_axis(idx1, flat // per_half, axis=-1)
-  second = jnp.take_along_axis(idx2, flat % per_half, axis=-1)
-  return first * num_sub_keys + second, logits.astype(scores.dtype)
+  best1, idx1 = _ranked_half(wide[..., :num_sub_keys], per_half)
+  best2, idx2 = _ranked_half(wide[..., num_sub_keys:], per_half)
+  first, second = candidate_pairs(k, per_half).T
+  sums = _without_negative_zero(best1[..., first] + best2[..., second])
+  logits, idx = _best(sums, idx1[..., first] * num_sub_keys + idx2[..., second], k)
+  return idx, logits.astype(scores.dtype)

@@ -69,16 +69,18 @@ def test_kernel_gradient_matches_the_xla_path():
 
 
 def test_candidate_pairs_are_the_hyperbola_under_k():
-  assert len(topk_pallas.candidate_pairs(32, 32)) == 119
-  assert len(topk_pallas.candidate_pairs(64, 64)) == 280
-  assert len(topk_pallas.candidate_pairs(16, 4)) == 16  # k = S^2: every pair
+  assert len(topk_xla.candidate_pairs(32, 32)) == 119
+  assert len(topk_xla.candidate_pairs(64, 64)) == 280
+  assert len(topk_xla.candidate_pairs(16, 4)) == 16  # k = S^2: every pair
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("impl", sorted(IMPLS))
 @pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (128, 64)])
-def test_compiled_kernel_matches_brute_force(sub_keys, k):
+def test_compiled_matches_brute_force(impl, sub_keys, k):
+  """On the GPU: the compiled kernel, and the XLA path's tie rule (GPU `lax.top_k`)."""
   scores = random_scores(7, sub_keys, jnp.float32, rows=256)
-  idx, logits = jax.jit(topk_pallas.product_key_topk, static_argnums=1)(scores, k)
+  idx, logits = jax.jit(IMPLS[impl], static_argnums=1)(scores, k)
   want_idx, want_sums = brute_force(np.asarray(scores), k)
   np.testing.assert_array_equal(np.asarray(idx), want_idx)
   np.testing.assert_array_equal(np.asarray(logits), want_sums)

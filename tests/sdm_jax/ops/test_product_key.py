@@ -74,3 +74,18 @@ def test_rejects_invalid_input(shape, k, match):
 def test_rejects_integer_scores():
   with pytest.raises(ValueError, match="floating"):
     product_key_topk(jnp.ones((2, 12), jnp.int32), 2)
+
+
+@pytest.mark.parametrize("k,dtype,want", [
+    (32, jnp.float32, "pallas"), (33, jnp.float32, "xla"), (8, jnp.float64, "xla")])
+def test_auto_on_gpu_takes_the_kernel_only_where_it_was_faster(monkeypatch, k, dtype, want):
+  from pallas_kernels import platform
+  from pallas_kernels.product_key import topk_pallas, topk_xla
+  ran = []
+  for name, module in (("pallas", topk_pallas), ("xla", topk_xla)):
+    monkeypatch.setattr(module, "product_key_topk",
+                        lambda s, k, name=name: ran.append(name) or (s[..., :k], s[..., :k]))
+  monkeypatch.setattr(platform, "on_gpu", lambda: True)
+  with jax.enable_x64(dtype == jnp.float64):
+    product_key_topk(jnp.ones((2, 16), dtype), k)
+  assert ran == [want]
