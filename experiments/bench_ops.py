@@ -50,6 +50,9 @@ _TABLE_DTYPE = flags.DEFINE_enum(
     "SDM table storage dtype (sdm: default float32; sdm_layer: the layer's default, "
     "bfloat16 on GPU for bfloat16 activations).")
 _MODEL_DIM = flags.DEFINE_integer("model_dim", 2048, "Model width d (sdm_layer; Dv = d / H).")
+_TOP_OPS = flags.DEFINE_integer(
+    "top_ops", 0, "sdm, sdm_layer: also list this many costliest device ops of the forward "
+    "and forward+backward (a profiler trace; empty on CPU).")
 _TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", ["auto", "xla", "pallas"],
                                "Product-key top-k implementation (sdm_layer).")
 
@@ -127,7 +130,7 @@ def _bench_sdm() -> dict[str, Any]:
       value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
       chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
       table_dtype=_TABLE_DTYPE.value or "float32", warmup=_WARMUP.value,
-      repeats=_REPEATS.value, phases=_SDM_PHASES.value)
+      repeats=_REPEATS.value, phases=_SDM_PHASES.value, top_ops=_TOP_OPS.value)
 
 
 BENCHMARKS["sdm"] = _bench_sdm
@@ -139,7 +142,7 @@ def _bench_sdm_layer() -> dict[str, Any]:
       heads=_HEADS.value, slots=_SLOTS.value, writes=_WRITES.value, reads=_READS.value,
       chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
       table_dtype=_TABLE_DTYPE.value, topk_impl=_TOPK_IMPL.value, warmup=_WARMUP.value,
-      repeats=_REPEATS.value)
+      repeats=_REPEATS.value, top_ops=_TOP_OPS.value)
 
 
 BENCHMARKS["sdm_layer"] = _bench_sdm_layer

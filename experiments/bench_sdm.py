@@ -54,23 +54,26 @@ def make_inputs(key, *, batch, seq_len, heads, slots, value_dim, writes, reads, 
   return make(keys)
 
 
-def _timed(fn, args, warmup, repeats) -> dict[str, Any]:
+def _timed(fn, args, warmup, repeats, top_ops=0) -> dict[str, Any]:
   jitted = jax.jit(fn)
   result = {"compiled_temp_bytes": benchmarking.compiled_temp_bytes(jitted, *args)}
   timing = benchmarking.time_call(lambda: jitted(*args), warmup=warmup, repeats=repeats)
   result["ms"] = timing["median_ms"]
   result["peak_bytes"] = benchmarking.peak_memory_bytes()
+  if top_ops:
+    result["top_ops"] = benchmarking.device_time_by_op(lambda: jitted(*args), top=top_ops)
   return result
 
 
 def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: int,
               writes: int, reads: int, chunk_size: int, dtype: str, impl: str,
               error: str = "shared", table_dtype: str = "float32", warmup: int = 2,
-              repeats: int = 10, phases: bool = True) -> dict[str, Any]:
+              repeats: int = 10, phases: bool = True, top_ops: int = 0) -> dict[str, Any]:
   """Median ms and memory of forward, forward+backward and phase 1 / phase 2 alone.
 
   `peak_bytes` is the device's peak since start-up, so each stage's figure includes the
-  stages before it (they run in the order listed).
+  stages before it (they run in the order listed). `top_ops` > 0 adds the forward's and
+  forward+backward's costliest device ops (`benchmarking.device_time_by_op`).
   """
   dtype = jnp.dtype(dtype)
   table_dtype = jnp.dtype(table_dtype)
@@ -88,7 +91,7 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
       "table_bytes": table_bytes,
   }
 
-  forward = _timed(lambda *a: op(*a), args, warmup, repeats)
+  forward = _timed(lambda *a: op(*a), args, warmup, repeats, top_ops)
   result.update(fwd_ms=forward["ms"], fwd_peak_bytes=forward["peak_bytes"],
                 fwd_compiled_temp_bytes=forward["compiled_temp_bytes"])
 
@@ -99,9 +102,12 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
 
   memory, write_idx, write_w, v, beta, g, read_idx, read_w = args
   grad_args = (memory, write_w, v, beta, g, read_w, write_idx, read_idx)
-  backward = _timed(jax.grad(loss, argnums=tuple(range(6))), grad_args, warmup, repeats)
+  backward = _timed(jax.grad(loss, argnums=tuple(range(6))), grad_args, warmup, repeats,
+                    top_ops)
   result.update(fwd_bwd_ms=backward["ms"], fwd_bwd_peak_bytes=backward["peak_bytes"],
                 fwd_bwd_compiled_temp_bytes=backward["compiled_temp_bytes"])
+  if top_ops:
+    result.update(fwd_top_ops=forward["top_ops"], fwd_bwd_top_ops=backward["top_ops"])
 
   if phases and impl in ("chunked", "pallas"):
     result.update(_phase_timings(args, chunk_size=chunk_size, error=error, impl=impl,
@@ -152,14 +158,14 @@ def _phase_timings(args, *, chunk_size, error, impl, warmup, repeats) -> dict[st
 def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slots: int,
                     writes: int, reads: int, chunk_size: int, dtype: str, impl: str,
                     error: str = "shared", table_dtype: str | None = None,
-                    topk_impl: str = "auto", warmup: int = 2, repeats: int = 10
-                    ) -> dict[str, Any]:
+                    topk_impl: str = "auto", warmup: int = 2, repeats: int = 10,
+                    top_ops: int = 0) -> dict[str, Any]:
   """Median ms of the SDM layer's forward and forward+backward (gradients w.r.t. every
   parameter, M0 included, and the input), with the device's peak memory after each.
 
   x [B, T, d] in `dtype` (the activations); parameters float32; the table in
   `table_dtype` (None: the layer's default). Run one configuration per process for a
-  clean peak.
+  clean peak. `top_ops` > 0 adds the costliest device ops, as in `benchmark`.
   """
   dtype = jnp.dtype(dtype)
   layer = SparseDeltaMemory(model_dim=model_dim, num_heads=heads, num_slots=slots,
@@ -182,14 +188,17 @@ def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slo
       "impl": resolved, "topk_impl": topk_impl, "error": error,
       "params": sum(int(p.size) for p in jax.tree.leaves(params)),
   }
-  forward = _timed(lambda p, x: layer.apply(p, x, positions), (params, x), warmup, repeats)
+  forward = _timed(lambda p, x: layer.apply(p, x, positions), (params, x), warmup, repeats,
+                   top_ops)
   result.update(fwd_ms=forward["ms"], fwd_peak_bytes=forward["peak_bytes"])
 
   def loss(params, x):
     y = layer.apply(params, x, positions)
     return jnp.sum(y.astype(jnp.float32) * out_cotangent.astype(jnp.float32))
 
-  backward = _timed(jax.grad(loss, argnums=(0, 1)), (params, x), warmup, repeats)
+  backward = _timed(jax.grad(loss, argnums=(0, 1)), (params, x), warmup, repeats, top_ops)
   result.update(fwd_bwd_ms=backward["ms"], fwd_bwd_peak_bytes=backward["peak_bytes"],
                 fwd_bwd_compiled_temp_bytes=backward["compiled_temp_bytes"])
+  if top_ops:
+    result.update(fwd_top_ops=forward["top_ops"], fwd_bwd_top_ops=backward["top_ops"])
   return result
