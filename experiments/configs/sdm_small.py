@@ -10,5 +10,5 @@ def get_config():
   config = gdn_small.get_config()
   config.name = "sdm_small"
   config.model.update(pattern="SSSM", sdm_heads=1, sdm_slots=16_384, sdm_writes=64,
-                      sdm_reads=64, sdm_chunk_size=128)
+                      sdm_reads=64, sdm_chunk_size=32)
   return config

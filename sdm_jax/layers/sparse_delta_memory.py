@@ -91,7 +91,7 @@ class SparseDeltaMemory(RecurrentMixer):
   num_reads: int
   error: str = "shared"
   learn_m0: bool = True
-  chunk_size: int = 64
+  chunk_size: int = 32
   impl: str = "auto"
   topk_impl: str = "auto"
   memory_dtype: Any = None

@@ -73,7 +73,7 @@ class LMConfig:
   sdm_reads: int = 32
   sdm_error: str = "shared"
   sdm_learn_m0: bool = True
-  sdm_chunk_size: int = 64
+  sdm_chunk_size: int = 32
   sdm_impl: str = "auto"
   sdm_topk_impl: str = "auto"
   sdm_memory_dtype: str | None = None

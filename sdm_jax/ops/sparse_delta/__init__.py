@@ -38,7 +38,7 @@ def resolve_impl(impl: str, memory, v, *, chunk_size: int, accumulation=None) ->
 
 
 def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
-                      chunk_size: int = 64, error: str = "shared", impl: str = "auto"
+                      chunk_size: int = 32, error: str = "shared", impl: str = "auto"
                       ) -> tuple[jax.Array, jax.Array]:
   """The sparse gated delta rule over a sequence.
 
@@ -59,7 +59,9 @@ def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
     g: [B, T, H] log forget gate, finite and <= 0.
     read_idx: [B, T, H, R] integer slot ids in [0, N).
     read_w: [B, T, H, R] read weights q.
-    chunk_size: tokens per chunk of the chunked forms; T need not be a multiple.
+    chunk_size: tokens per chunk of the chunked forms; T need not be a multiple. The plan's
+      cost grows as T * max(W, R) * C, so short chunks pay: 32 was the fastest of
+      {16, 32, 64, 128} for the layer on the H200 at both benchmarked configs (WORKSPACE.md).
     error: "shared" (default, the trained form) or "per_slot" (the paper's Eq. 4).
     impl: "auto" (the Pallas kernel on GPU where it applies, else "chunked"; see
       `resolve_impl`), "reference" (token-by-token scan), "chunked" (phase 2 in XLA) or

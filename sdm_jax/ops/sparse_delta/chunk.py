@@ -186,7 +186,7 @@ def pallas_unsupported(memory, v, chunk_size: int, accumulation) -> str | None:
 
 
 def sparse_delta_rule_chunked(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
-                              chunk_size: int = 64, error: str = "shared",
+                              chunk_size: int = 32, error: str = "shared",
                               impl: str = "chunked") -> tuple[jax.Array, jax.Array]:
   """The sparse delta rule by chunks; same contract as `sparse_delta_rule`.
 
