@@ -147,6 +147,23 @@ def _bench_sdm_layer() -> dict[str, Any]:
 
 BENCHMARKS["sdm_layer"] = _bench_sdm_layer
 
+_TILINGS = flags.DEFINE_list(
+    "tilings", ["default"],
+    "sdm_tiling: Pallas phase-2 tilings to time, each 'default' or 'field=value;...' over "
+    "scan_pallas.KernelConfig (block_cols, row_tile, entry_block, group_entries, num_warps).")
+
+
+def _bench_sdm_tiling() -> dict[str, Any]:
+  return bench_sdm.benchmark_tilings(
+      tilings=_TILINGS.value, batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
+      slots=_SLOTS.value, value_dim=_VALUE_DIM.value, writes=_WRITES.value,
+      reads=_READS.value, chunk_size=_CHUNK.value, dtype=_DTYPE.value,
+      table_dtype=_TABLE_DTYPE.value or "bfloat16", warmup=_WARMUP.value,
+      repeats=_REPEATS.value)
+
+
+BENCHMARKS["sdm_tiling"] = _bench_sdm_tiling
+
 _TOPK_ROWS = flags.DEFINE_list("topk_rows", ["65536", "8"], "Rows of scores (topk).")
 _TOPK_SUB_KEYS = flags.DEFINE_list("topk_sub_keys", ["256", "512", "1024"],
                                    "Sub-keys S per half (topk).")

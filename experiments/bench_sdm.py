@@ -202,3 +202,66 @@ def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slo
   if top_ops:
     result.update(fwd_top_ops=forward["top_ops"], fwd_bwd_top_ops=backward["top_ops"])
   return result
+
+
+def parse_tiling(spec: str, value_dim: int) -> scan_pallas.KernelConfig:
+  """"default" (what the op uses for this Dv) or "field=value;field=value" overriding
+  those fields of `scan_pallas.KernelConfig`."""
+  config = scan_pallas.default_config(value_dim)
+  if spec == "default":
+    return config
+  fields = {}
+  for item in spec.split(";"):
+    name, _, value = item.partition("=")
+    if name not in scan_pallas.KernelConfig._fields or not value.isdigit():
+      raise ValueError(f"tiling items must be field=int with field in "
+                       f"{scan_pallas.KernelConfig._fields}, got {item!r}")
+    fields[name] = int(value)
+  config = config._replace(**fields)
+  if value_dim % config.block_cols:
+    raise ValueError(f"block_cols must divide Dv = {value_dim}, got {config.block_cols}")
+  return config
+
+
+def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: int,
+                      slots: int, value_dim: int, writes: int, reads: int, chunk_size: int,
+                      dtype: str, table_dtype: str = "bfloat16", warmup: int = 2,
+                      repeats: int = 10) -> dict[str, Any]:
+  """Median ms of the Pallas phase 2 forward+backward (shared form) for each tiling, on one
+  plan, with each result's largest gradient difference from the first tiling's
+  (relative to that gradient's largest entry)."""
+  dtype, table_dtype = jnp.dtype(dtype), jnp.dtype(table_dtype)
+  args = make_inputs(jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=heads,
+                     slots=slots, value_dim=value_dim, writes=writes, reads=reads,
+                     dtype=dtype, table_dtype=table_dtype)
+  inputs, _ = checks.canonicalize_inputs(*args, time_axis=True)
+  chunk_size = chunk.kernel_chunk(chunk_size, seq_len)
+  plan = jax.jit(lambda *token_arrays: chunk.plan_chunks(
+      *token_arrays, num_slots=slots, chunk_size=chunk_size, error="shared",
+      shorten=False))(*inputs[1:])
+  out_cotangent = jax.random.normal(jax.random.PRNGKey(2),
+                                    (batch, heads, plan.coefs.qk.shape[2], chunk_size,
+                                     value_dim))
+  results, first = [], None
+  for spec in tilings:
+    config = parse_tiling(spec, value_dim)
+
+    def loss(memory, coefs, ids, config=config):
+      out, _ = scan_pallas.scan_chunks(memory, plan._replace(ids=ids, coefs=coefs),
+                                       error="shared", config=config)
+      return jnp.sum(out * out_cotangent)
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    grads = [x.astype(jnp.float32) for x in jax.tree.leaves(
+        grad(inputs.memory, plan.coefs, plan.ids))]
+    first = first or grads
+    difference = max(float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-30))
+                     for a, b in zip(grads, first))
+    timing = benchmarking.time_call(lambda: grad(inputs.memory, plan.coefs, plan.ids),
+                                    warmup=warmup, repeats=repeats)
+    results.append({"tiling": spec, **config._asdict(),
+                    "phase2_fwd_bwd_ms": timing["median_ms"],
+                    "max_rel_grad_difference": difference})
+  return {"batch": batch, "seq_len": seq_len, "heads": heads, "slots": slots,
+          "value_dim": value_dim, "writes": writes, "reads": reads, "chunk_size": chunk_size,
+          "dtype": dtype.name, "table_dtype": table_dtype.name, "results": results}

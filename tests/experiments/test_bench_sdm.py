@@ -47,3 +47,21 @@ def test_topk_benchmark_times_every_implementation():
   for key in ("pallas_fwd_ms", "pallas_fwd_bwd_ms", "xla_fwd_ms", "xla_fwd_bwd_ms",
               "lax_top_k_2s_fwd_ms", "pallas_speedup_over_lax_top_k"):
     assert shape[key] > 0, key
+
+
+def test_tiling_benchmark_times_each_tiling_on_one_plan():
+  result = bench_sdm.benchmark_tilings(
+      tilings=["default", "block_cols=16;row_tile=32"], value_dim=32,
+      **{k: v for k, v in TINY.items() if k != "dtype"}, dtype="float32")
+  first, second = result["results"]
+  assert (first["block_cols"], second["block_cols"], second["row_tile"]) == (32, 16, 32)
+  assert first["max_rel_grad_difference"] == 0 and second["max_rel_grad_difference"] < 1e-3
+  assert first["phase2_fwd_bwd_ms"] > 0 and second["phase2_fwd_bwd_ms"] > 0
+
+
+def test_tiling_specs_are_checked():
+  assert bench_sdm.parse_tiling("num_warps=8", 64).num_warps == 8
+  with pytest.raises(ValueError, match="field=int"):
+    bench_sdm.parse_tiling("warps=8", 64)
+  with pytest.raises(ValueError, match="block_cols must divide"):
+    bench_sdm.parse_tiling("block_cols=64", 32)
