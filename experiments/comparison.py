@@ -3,7 +3,7 @@
 
 Every config is trained on the same data split for the same steps, batch and sequence
 length (so the same tokens), then evaluated on the same validation targets. Each model's
-result holds the trainer's summary (val BPB, final train loss), the wall time, the steady
+result holds `fit`'s summary (val BPB, final train loss), the wall time, the steady
 step time (the last logging interval, compilation excluded), its parameter counts and the
 `describe` report of its kind (parameters split by part, recurrent/cache state per
 sequence at the training length, FLOPs per token).
@@ -79,7 +79,7 @@ def train_run(name: str, run: Run, *, workdir: str, train_tokens: np.ndarray,
               ) -> tuple[dict[str, Any], Any, Any]:
   """Trains (or resumes) one run into `workdir`; returns (result, model, params).
 
-  result: the trainer's summary (with "step_ms", the steady step time) plus "wall_s",
+  result: `fit`'s summary (with "step_ms", the steady step time) plus "wall_s",
   "parameters_total" and "describe" (the kind's report at the training length).
   """
   log(f"== training {name} ({type(run.model).__name__}) for {run.train.steps} steps")

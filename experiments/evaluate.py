@@ -18,7 +18,7 @@ from experiments import common
 from experiments import model_kinds
 from sdm_jax.data.corpus import load_corpus
 from sdm_jax.training.config import DataConfig
-from sdm_jax.training.trainer import check_tokens_fit
+from sdm_jax.training.workdir import check_tokens_fit
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by experiments.train.",
                                required=True)

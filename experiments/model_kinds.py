@@ -14,8 +14,8 @@ from maglev_jax.training import load_maglev, train_maglev
 from sdm_jax.models import describe as lm_describe
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.generate import generate as lm_generate
-from sdm_jax.training.trainer import (load_lm, lm_evaluator, read_workdir_config,
-                                      train_lm)
+from sdm_jax.training.lm_training import load_lm, lm_evaluator, train_lm
+from sdm_jax.training.workdir import read_workdir_config
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,7 +43,7 @@ from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
                                      evaluation_variants, held_out_examples,
                                      recall_accuracy, train_recall)
-from sdm_jax.training.trainer import (CONFIG_FILE, read_workdir_config, restore_params,
+from sdm_jax.training.workdir import (CONFIG_FILE, read_workdir_config, restore_params,
                                       write_workdir_config)
 
 KIND = "recall"

@@ -3,7 +3,7 @@
   m'_{0:T-1} = Q(x),   m_{0:T-1} = P(x, shift(m')),
   loss = CE(P) + lambda * mean_t ||m_t - m'_t||_2 / sqrt(d) [+ w_Q * CE(Q)].
 
-`train_maglev` runs it with `sdm_jax.training.trainer.fit` (resume, NaN guard, checkpoints,
+`train_maglev` runs it with `sdm_jax.training.loop.fit` (resume, NaN guard, checkpoints,
 sharded step over the "data" mesh axis); `load_maglev` restores a workdir.
 """
 
@@ -21,8 +21,8 @@ from maglev_jax.evaluation import maglev_evaluator
 from maglev_jax.model import Maglev, Params, shift_memories
 from sdm_jax.models.lm import cross_entropy
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.trainer import (fit, prepare_workdir, read_workdir_config, stream_batches,
-                                      restore_params)
+from sdm_jax.training.loop import fit, stream_batches
+from sdm_jax.training.workdir import prepare_workdir, read_workdir_config, restore_params
 
 KIND = "maglev"
 
@@ -64,7 +64,8 @@ def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
                  train_tokens: np.ndarray, val_tokens: np.ndarray, workdir: str, *,
                  extra_config: dict[str, Any] | None = None,
                  log: Callable[[str], None] = print) -> dict[str, Any]:
-  """Trains Maglev on a token stream (see `fit`); config.json gets kind "maglev".
+  """Trains Maglev on a token stream; returns `fit`'s summary. config.json gets kind
+  "maglev".
 
   The summary holds the evaluation of `maglev_evaluator`: `val_bpb` (= `bpb_recurrent`),
   `bpb_teacher_forced`, `bpb_recurrent`, `bpb_memory_zeroed`.
@@ -80,7 +81,7 @@ def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
                                        seq_len=train_config.seq_len,
                                        max_tokens=train_config.eval_tokens),
              draw_batch=stream_batches(train_tokens, train_config), config=train_config,
-             workdir=workdir, log=log)
+             workdir=workdir, log=log).summary
 
 
 def load_maglev(workdir: str, step: int | None = None):

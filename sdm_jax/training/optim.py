@@ -5,6 +5,8 @@ from __future__ import annotations
 import jax
 import optax
 
+from sdm_jax.training.config import TrainConfig
+
 # Parameters that are never decayed, by leaf name: gains, biases and the recurrent gates'
 # time-constant parameters (decaying them would pull the gates toward a fixed value), and
 # the SDM initial table M0 (memory content, not a weight: DESIGN.md 3.3).
@@ -44,3 +46,11 @@ def make_optimizer(*, peak_lr: float, warmup_steps: int, total_steps: int,
     parts.append(optax.clip_by_global_norm(grad_clip))
   parts.append(optax.adamw(schedule, b1=b1, b2=b2, weight_decay=weight_decay, mask=decay_mask))
   return optax.chain(*parts)
+
+
+def optimizer_for(config: TrainConfig):
+  """The AdamW + schedule + clipping of a TrainConfig."""
+  return make_optimizer(
+      peak_lr=config.peak_lr, warmup_steps=config.warmup_steps, total_steps=config.steps,
+      weight_decay=config.weight_decay, grad_clip=config.grad_clip, b1=config.b1, b2=config.b2,
+      min_lr_ratio=config.min_lr_ratio)

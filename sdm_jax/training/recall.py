@@ -19,7 +19,7 @@ from sdm_jax.data.recall_tasks import IGNORE_LABEL, check_task, make_examples
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM, cross_entropy
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.trainer import fit
+from sdm_jax.training.loop import fit
 
 # SeedSequence "purposes", so training batches and held-out sets never share a seed.
 TRAIN_STREAM, EVAL_STREAM = 0, 1
@@ -119,18 +119,13 @@ def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[s
                      f"the task's seq_len ({task['seq_len']})")
   model = LM(model_config)
   sample = jnp.zeros((1, task["seq_len"]), jnp.int32)
-  final = {}
-
-  def evaluate(params):
-    final["params"] = params
-    return recall_accuracy(model, params, held_out["inputs"], held_out["targets"],
-                           batch_size=train_config.eval_batch_size)
-
-  summary = fit(
+  result = fit(
       init_params=jax.jit(lambda rng: model.init(rng, sample)),
       loss_fn=recall_loss_fn(model),
-      evaluate=evaluate,
+      evaluate=lambda params: recall_accuracy(model, params, held_out["inputs"],
+                                              held_out["targets"],
+                                              batch_size=train_config.eval_batch_size),
       draw_batch=lambda step: train_batch(task, step=step, batch_size=train_config.batch_size,
                                           seed=train_config.seed),
       config=train_config, workdir=workdir, log=log)
-  return summary, model, final["params"]
+  return result.summary, model, result.state.params

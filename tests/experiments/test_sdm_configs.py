@@ -12,7 +12,7 @@ from experiments import common
 from experiments.configs import get_config
 from sdm_jax.models import describe
 from sdm_jax.models.isoflop import sdm_matching_gdn
-from sdm_jax.training.trainer import train_lm
+from sdm_jax.training.lm_training import train_lm
 
 
 def model_config(name):

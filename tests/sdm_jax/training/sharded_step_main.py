@@ -17,7 +17,8 @@ from sdm_jax.models.lm import LM  # noqa: E402
 from sdm_jax.training.config import TrainConfig  # noqa: E402
 from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step,  # noqa: E402
                                          replicated, shard_batch)
-from sdm_jax.training.trainer import lm_loss_fn, optimizer_for  # noqa: E402
+from sdm_jax.training.lm_training import lm_loss_fn  # noqa: E402
+from sdm_jax.training.optim import optimizer_for  # noqa: E402
 
 
 def main():

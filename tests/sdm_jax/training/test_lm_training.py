@@ -1,4 +1,4 @@
-"""Checkpoint round trip, exact resume, the NaN guard and the metrics log."""
+"""LM training on a token stream: exact resume, the metrics log, input checks."""
 
 from __future__ import annotations
 
@@ -6,15 +6,12 @@ import json
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from sdm_jax.models.config import LMConfig
-from sdm_jax.training.checkpoint import Checkpointer
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.trainer import (NonFiniteLossError, fit, load_lm, stream_batches,
-                                      train_lm)
+from sdm_jax.training.lm_training import load_lm, train_lm
 
 MODEL = LMConfig(vocab_size=259, d_model=32, num_layers=2, pattern="SA", num_heads=2,
                  window=8, max_seq_len=32)
@@ -32,19 +29,6 @@ def tokens(seed, n=4000):
 
 def quiet(_):
   pass
-
-
-def test_checkpoint_round_trip(tmp_path):
-  state = {"w": jax.random.normal(jax.random.PRNGKey(0), (3, 4)), "step": jnp.array(7)}
-  checkpointer = Checkpointer(str(tmp_path), max_to_keep=2)
-  for step in (1, 2, 3):
-    checkpointer.save(step, jax.tree.map(lambda x, s=step: x + s, state))
-  assert checkpointer.all_steps() == [2, 3]
-  restored = checkpointer.restore(state)
-  np.testing.assert_array_equal(restored["w"], state["w"] + 3)
-  np.testing.assert_array_equal(restored["step"], 10)
-  np.testing.assert_array_equal(checkpointer.restore(state, step=2)["w"], state["w"] + 2)
-  checkpointer.close()
 
 
 def test_resumed_run_reaches_the_same_parameters(tmp_path):
@@ -71,25 +55,6 @@ def test_resumed_run_reaches_the_same_parameters(tmp_path):
   # A run that finds its work done trains nothing: no step time to report.
   again = train_lm(MODEL, config, train, val, straight, log=quiet)
   assert again["step"] == 6 and again["step_ms"] is None
-
-
-def test_nan_guard_stops_and_keeps_the_last_good_checkpoint(tmp_path):
-  def loss_fn(params, batch):
-    loss = jnp.sum(params["w"] ** 2)
-    return jnp.where(batch[0, 0] < 0, jnp.nan, loss), {}  # negative tokens poison the loss
-
-  def run(stream, **overrides):
-    config = train_config(checkpoint_every=2, log_every=2, warmup_steps=0, **overrides)
-    return fit(init_params=lambda rng: {"w": jnp.ones(3)}, loss_fn=loss_fn,
-               evaluate=lambda params: {}, draw_batch=stream_batches(stream, config),
-               config=config,
-               workdir=str(tmp_path), log=quiet)
-
-  clean = np.arange(200, dtype=np.int32)
-  run(clean, steps=4)  # checkpoints at steps 2 and 4
-  with pytest.raises(NonFiniteLossError, match=r"step 5.*last good checkpoint \(step 4\)"):
-    run(-clean - 1, steps=8)  # resumes at 4; step 5 is NaN, caught at the step-6 check
-  assert Checkpointer(str(tmp_path)).latest_step() == 4
 
 
 def test_seq_len_longer_than_the_context_is_rejected(tmp_path):

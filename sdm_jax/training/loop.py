@@ -1,0 +1,131 @@
+"""The generic training loop: resume, step, log, evaluate, checkpoint, stop on NaN.
+
+`fit` takes an init function, a loss, an evaluation function and a batch source, so any
+model trains with it (`lm_training.train_lm`, `maglev_jax.training.train_maglev`,
+`recall.train_recall`). It writes `checkpoints/<step>/` (orbax) and `metrics.jsonl` (one
+JSON object per logged step) under the workdir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import numpy as np
+
+from sdm_jax.data.batches import train_batch
+from sdm_jax.training.checkpoint import Checkpointer
+from sdm_jax.training.config import TrainConfig
+from sdm_jax.training.optim import learning_rate_schedule, optimizer_for
+from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step, replicated,
+                                         shard_batch)
+
+METRICS_FILE = "metrics.jsonl"
+
+
+class NonFiniteLossError(FloatingPointError):
+  """Training produced a NaN/inf loss or gradient; the last good checkpoint is kept."""
+
+
+class FitResult(NamedTuple):
+  """What `fit` returns: the final train state and the run's summary."""
+  state: TrainState
+  summary: dict[str, Any]
+
+
+def stream_batches(tokens: np.ndarray, config: TrainConfig) -> Callable[[int], np.ndarray]:
+  """step -> random windows [batch_size, seq_len + 1] of a 1-D token stream, drawn as a
+  pure function of (config.seed, step)."""
+  return lambda step: train_batch(tokens, step=step, batch_size=config.batch_size,
+                                  seq_len=config.seq_len, seed=config.seed)
+
+
+def fit(*, init_params: Callable[[jax.Array], Any],
+        loss_fn: Callable[[Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]],
+        evaluate: Callable[[Any], dict[str, Any]],
+        draw_batch: Callable[[int], np.ndarray], config: TrainConfig, workdir: str,
+        log: Callable[[str], None] = print, stop_after: int | None = None) -> FitResult:
+  """Trains (or resumes) until `config.steps`; returns the final state and summary.
+
+  Args:
+    init_params: rng -> parameters.
+    loss_fn: (params, tokens [B, seq_len + 1]) -> (loss, metrics).
+    evaluate: params -> dict of validation metrics (e.g. {"val_bpb": ...}).
+    draw_batch: step -> the host batch of that step (leading axis config.batch_size), a
+      pure function of the step so a resumed run replays exactly the batches of an
+      uninterrupted one; `stream_batches` makes one for a token stream.
+    config: the training settings.
+    workdir: checkpoints and metrics.jsonl go here.
+    log: where progress lines go.
+    stop_after: stop (with a checkpoint) once this step is done, as a preemption would; the
+      schedule still spans config.steps, and a later call resumes from here.
+
+  Returns:
+    FitResult: the final `TrainState` (replicated over the mesh) and the summary
+    {"step", "train_loss", "tokens_per_s", "step_ms", "elapsed_s", **evaluate(params)}:
+    tokens_per_s and step_ms are those of the last logging interval (compilation falls in
+    the first); step_ms is None when nothing was trained.
+  """
+  mesh = make_mesh(config.num_devices)
+  optimizer = optimizer_for(config)
+  state = TrainState.create(init_params(jax.random.PRNGKey(config.seed)), optimizer)
+  state = jax.device_put(state, replicated(mesh))
+  checkpointer = Checkpointer(workdir, max_to_keep=config.keep_checkpoints)
+  if checkpointer.latest_step() is not None:
+    state = checkpointer.restore(state)
+    log(f"resumed from {checkpointer.directory} at step {int(state.step)}")
+  train_step = make_train_step(loss_fn, optimizer, mesh)
+  schedule_lr = learning_rate_schedule(config.peak_lr, config.warmup_steps, config.steps,
+                                       config.min_lr_ratio)
+
+  start_step = int(state.step)
+  tokens_per_step = config.batch_size * config.seq_len
+  metrics_path = os.path.join(workdir, METRICS_FILE)
+  run_start = interval_start = time.perf_counter()
+  interval_steps, last_loss, tokens_per_s, evaluation = 0, float("nan"), 0.0, {}
+  end_step = config.steps if stop_after is None else min(stop_after, config.steps)
+  with open(metrics_path, "a") as metrics_file:
+    for step in range(start_step, end_step):
+      state, metrics = train_step(state, shard_batch(draw_batch(step), mesh))
+      interval_steps += 1
+      done = step + 1
+      is_last = done == end_step
+      if done % config.log_every == 0 or is_last or done % config.checkpoint_every == 0:
+        _check_finite(state, checkpointer)
+      if done % config.log_every == 0 or is_last:
+        last_loss = float(metrics["loss"])
+        elapsed = time.perf_counter() - interval_start
+        tokens_per_s = interval_steps * tokens_per_step / max(elapsed, 1e-9)
+        record = {"step": done, "loss": last_loss, "lr": float(schedule_lr(step)),
+                  "grad_norm": float(metrics["grad_norm"]), "tokens_per_s": tokens_per_s}
+        metrics_file.write(json.dumps(record) + "\n")
+        metrics_file.flush()
+        log(f"step {done}/{config.steps} | loss {last_loss:.4f} | lr {record['lr']:.2e} | "
+            f"grad_norm {record['grad_norm']:.3f} | {tokens_per_s:,.0f} tok/s")
+        interval_start, interval_steps = time.perf_counter(), 0
+      if config.eval_every and done % config.eval_every == 0 and not is_last:
+        evaluation = evaluate(state.params)
+        log(f"step {done} | " + " | ".join(f"{k} {v:.4f}" for k, v in evaluation.items()
+                                           if isinstance(v, float)))
+      if done % config.checkpoint_every == 0 or is_last:
+        checkpointer.save(done, state)
+  checkpointer.close()
+  if start_step >= config.steps:
+    log(f"workdir already holds step {start_step} >= steps={config.steps}: nothing to train")
+  evaluation = evaluate(state.params)
+  summary = {"step": int(state.step), "train_loss": last_loss, "tokens_per_s": tokens_per_s,
+             "step_ms": 1e3 * tokens_per_step / tokens_per_s if tokens_per_s else None,
+             "elapsed_s": time.perf_counter() - run_start, **evaluation}
+  return FitResult(state=state, summary=summary)
+
+
+def _check_finite(state: TrainState, checkpointer: Checkpointer) -> None:
+  bad_step = int(state.first_nonfinite_step)
+  if bad_step >= 0:
+    raise NonFiniteLossError(
+        f"non-finite loss or gradient at step {bad_step + 1}; training stopped. The last good "
+        f"checkpoint (step {checkpointer.latest_step()}) under {checkpointer.directory} is "
+        "left intact: lower the learning rate or check the data, then resume.")
