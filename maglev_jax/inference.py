@@ -13,7 +13,7 @@ m_{-1} = 0, keeping per layer a ring buffer of the last `window` (k_bar, v_bar) 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import chex
 import jax
@@ -89,10 +89,16 @@ def prompt_memories(model: Maglev, params: Params, tokens: jax.Array, *,
   raise ValueError(f"impl must be one of {PREFILL_IMPLS}, got {impl!r}")
 
 
+class MaglevDecodeState(NamedTuple):
+  """`RecurrentDecoder`'s state: memory m_{t-1} [B, 1, d] (the last token's memory) and
+  caches, the decoder layers' `AttentionCache`s of (k_bar, v_bar)."""
+  memory: jax.Array
+  caches: Any
+
+
 @dataclasses.dataclass(frozen=True)
 class RecurrentDecoder:
-  """Maglev's P as a `sdm_jax.models.generate.Decoder`; the state is {"memory": m_{t-1}
-  [B, 1, d], "caches": per-layer ring buffers of (k_bar, v_bar)}."""
+  """Maglev's P as a `sdm_jax.models.generate.Decoder`; its state is a `MaglevDecodeState`."""
 
   model: Maglev
   prefill_impl: str = "fixed_point"
@@ -111,13 +117,14 @@ class RecurrentDecoder:
     memories = prompt_memories(self.model, params, prompt, impl=self.prefill_impl, tol=self.tol)
     hidden, caches = self.model.decoder_prefill(params, prompt, shift_memories(memories),
                                                 cache_len)
-    return self.model.logits(params, hidden), {"memory": hidden[:, -1:], "caches": caches}
+    return self.model.logits(params, hidden), MaglevDecodeState(hidden[:, -1:], caches)
 
-  def decode(self, params: Params, tokens: jax.Array, positions: jax.Array, state: Any):
+  def decode(self, params: Params, tokens: jax.Array, positions: jax.Array,
+             state: MaglevDecodeState):
     """tokens, positions [B, 1] -> (logits [B, 1, V], state)."""
-    hidden, caches = self.model.decoder_step(params, tokens, positions, state["memory"],
-                                             state["caches"])
-    return self.model.logits(params, hidden), {"memory": hidden, "caches": caches}
+    hidden, caches = self.model.decoder_step(params, tokens, positions, state.memory,
+                                             state.caches)
+    return self.model.logits(params, hidden), MaglevDecodeState(hidden, caches)
 
 
 def generate(model: Maglev, params: Params, prompt: jax.Array, *, steps: int,

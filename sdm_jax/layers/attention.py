@@ -8,7 +8,7 @@ positions p - w + 1 .. p (itself and the w - 1 before it).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import chex
 import flax.linen as nn
@@ -19,7 +19,20 @@ from pallas_kernels import platform
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.rotary import apply_rotary
 
-Cache = dict[str, jax.Array]
+
+
+class AttentionCache(NamedTuple):
+  """Decode cache of `A` / `S`: a ring buffer of `cache_len` slots (the context for `A`,
+  the window for `S`); token at position p sits in slot p % cache_len.
+
+  k, v: [B, cache_len, H, D] rotated keys and values (after any kv_hook).
+  positions: [B, cache_len] int32 position held by each slot, -1 for empty.
+  """
+  k: jax.Array
+  v: jax.Array
+  positions: jax.Array
+
+
 # kv_hook(x, k, v, positions) -> (k, v): rewrites the rotated keys and values of every token
 # before attention and before they enter a cache (Maglev injects its recurrent memory so).
 KVHook = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
@@ -98,29 +111,30 @@ def causal_attention(q: jax.Array, k: jax.Array, v: jax.Array, *, window: int | 
 
 
 def init_attention_cache(batch_size: int, cache_len: int, num_heads: int, head_dim: int,
-                         dtype: Any) -> Cache:
+                         dtype: Any) -> AttentionCache:
   """An empty cache of `cache_len` slots: the context for `A`, the window for `S`."""
-  return {
-      "k": jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
-      "v": jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
-      "positions": jnp.full((batch_size, cache_len), -1, jnp.int32),
-  }
+  return AttentionCache(
+      k=jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
+      v=jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
+      positions=jnp.full((batch_size, cache_len), -1, jnp.int32),
+  )
 
 
-def write_cache(cache: Cache, k: jax.Array, v: jax.Array, positions: jax.Array) -> Cache:
+def write_cache(cache: AttentionCache, k: jax.Array, v: jax.Array,
+                positions: jax.Array) -> AttentionCache:
   """Stores k, v [B, T, H, D] at slot `position % cache_len` (a ring buffer).
 
   Only the last `cache_len` tokens are written: earlier ones would be overwritten anyway.
   """
-  cache_len = cache["k"].shape[1]
+  cache_len = cache.k.shape[1]
   k, v, positions = k[:, -cache_len:], v[:, -cache_len:], positions[:, -cache_len:]
   slots = positions % cache_len
   batch = jnp.arange(k.shape[0])[:, None]
-  return {
-      "k": cache["k"].at[batch, slots].set(k.astype(cache["k"].dtype)),
-      "v": cache["v"].at[batch, slots].set(v.astype(cache["v"].dtype)),
-      "positions": cache["positions"].at[batch, slots].set(positions.astype(jnp.int32)),
-  }
+  return AttentionCache(
+      k=cache.k.at[batch, slots].set(k.astype(cache.k.dtype)),
+      v=cache.v.at[batch, slots].set(v.astype(cache.v.dtype)),
+      positions=cache.positions.at[batch, slots].set(positions.astype(jnp.int32)),
+  )
 
 
 class Attention(nn.Module):
@@ -199,11 +213,11 @@ class Attention(nn.Module):
     cache = init_attention_cache(x.shape[0], cache_len, self.num_heads, self.head_dim, k.dtype)
     return y, write_cache(cache, k, v, positions)
 
-  def decode(self, x: jax.Array, positions: jax.Array, cache: Cache,
+  def decode(self, x: jax.Array, positions: jax.Array, cache: AttentionCache,
              kv_hook: KVHook | None = None):
     """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache)."""
     q, k, v = self._project(x, positions, kv_hook)
     cache = write_cache(cache, k, v, positions)
-    o = masked_attention(q, cache["k"], cache["v"], positions, cache["positions"],
+    o = masked_attention(q, cache.k, cache.v, positions, cache.positions,
                          window=self.window)
     return self._output(o), cache

@@ -12,7 +12,7 @@ of q, k and v: constant size at any context length.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -24,7 +24,19 @@ from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.short_conv import ShortConv
 from sdm_jax.ops.gated_delta import gated_delta_rule, gated_delta_step
 
-Cache = dict[str, jax.Array]
+
+
+class GatedDeltaNetCache(NamedTuple):
+  """Decode cache of `G`, constant size at any context length.
+
+  state: [B, H, K, V] float32 recurrent state after the last token.
+  conv_q, conv_k: [B, kernel - 1, H * K], conv_v: [B, kernel - 1, H * V]: the last
+    pre-convolution projections (the short convolutions' tails).
+  """
+  state: jax.Array
+  conv_q: jax.Array
+  conv_k: jax.Array
+  conv_v: jax.Array
 
 
 def l2_normalize(x: jax.Array, eps: float = 1e-6) -> jax.Array:
@@ -75,7 +87,7 @@ class GatedDeltaNet(RecurrentMixer):
     self.gates = DeltaGates(self.num_heads, dtype=self.dtype, param_dtype=self.param_dtype)
     self.out_norm = RMSNorm(param_dtype=self.param_dtype)
 
-  def _inputs(self, x: jax.Array, cache: Cache | None):
+  def _inputs(self, x: jax.Array, cache: GatedDeltaNetCache | None):
     """Projections, short convolutions, normalisation and gates; returns the op inputs and
     the new convolution tails."""
     batch, length, _ = x.shape
@@ -84,7 +96,8 @@ class GatedDeltaNet(RecurrentMixer):
     for name, proj, conv, dim in (("q", self.q_proj, self.q_conv, self.head_dim),
                                   ("k", self.k_proj, self.k_conv, self.head_dim),
                                   ("v", self.v_proj, self.v_conv, self.value_dim)):
-      y, tails[f"conv_{name}"] = conv(proj(x), None if cache is None else cache[f"conv_{name}"])
+      tail = None if cache is None else getattr(cache, f"conv_{name}")
+      y, tails[f"conv_{name}"] = conv(proj(x), tail)
       projected[name] = jax.nn.silu(y).reshape(batch, length, self.num_heads, dim)
     q, k = l2_normalize(projected["q"]), l2_normalize(projected["k"])
     g, beta = self.gates(x)
@@ -100,11 +113,11 @@ class GatedDeltaNet(RecurrentMixer):
     """The parallel pass; the cache holds the final state and the conv tails."""
     q, k, v, g, beta, tails = self._inputs(x, None)
     o, state = gated_delta_rule(q, k, v, g, beta, chunk_size=self.chunk_size, impl=self.impl)
-    return self._output(x, o), {"state": state, **tails}
+    return self._output(x, o), GatedDeltaNetCache(state=state, **tails)
 
-  def decode(self, x: jax.Array, positions: jax.Array, cache: Cache):
+  def decode(self, x: jax.Array, positions: jax.Array, cache: GatedDeltaNetCache):
     """One token per sequence (x [B, 1, d]) -> (y, cache)."""
     del positions
     q, k, v, g, beta, tails = self._inputs(x, cache)
-    o, state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], cache["state"])
-    return self._output(x, o[:, None]), {"state": state, **tails}
+    o, state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], cache.state)
+    return self._output(x, o[:, None]), GatedDeltaNetCache(state=state, **tails)

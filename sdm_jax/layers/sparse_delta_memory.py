@@ -15,7 +15,7 @@ constant memory per sequence at any context length.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import chex
 import flax.linen as nn
@@ -28,8 +28,13 @@ from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.ops.product_key import product_key_topk
 from sdm_jax.ops.sparse_delta import sparse_delta_rule, sparse_delta_step
 
-Cache = dict[str, jax.Array]
 INITIAL_MEMORY_NAME = "M0"
+
+
+class SparseDeltaMemoryCache(NamedTuple):
+  """Decode cache of `M`: memory [B, H, N, Dv], the table after the last token, in the
+  layer's `memory_dtype` (constant size at any context length)."""
+  memory: jax.Array
 
 
 def sub_keys_per_head(num_slots: int) -> int:
@@ -147,17 +152,18 @@ class SparseDeltaMemory(RecurrentMixer):
     return resolve_memory_dtype(self.memory_dtype, self.dtype)
 
   def _run(self, x: jax.Array):
-    """The parallel pass; the cache is the final table {"memory": [B, H, N, Dv]}."""
+    """The parallel pass; the cache holds the final table."""
     inputs = self._inputs(x)
     memory = self.initial_memory.astype(self.table_dtype)  # [H, N, Dv], broadcast over B
     readings, final_memory = sparse_delta_rule(memory, *inputs, chunk_size=self.chunk_size,
                                                error=self.error, impl=self.impl)
-    return self._output(x, readings), {"memory": final_memory}
+    return self._output(x, readings), SparseDeltaMemoryCache(memory=final_memory)
 
-  def decode(self, x: jax.Array, positions: jax.Array, cache: Cache):
+  def decode(self, x: jax.Array, positions: jax.Array, cache: SparseDeltaMemoryCache):
     """One token per sequence (x [B, 1, d]) -> (y [B, 1, d], cache)."""
     del positions
     chex.assert_axis_dimension(x, 1, 1)
     step_inputs = [a[:, 0] for a in self._inputs(x)]
-    readings, memory = sparse_delta_step(cache["memory"], *step_inputs, error=self.error)
-    return self._output(x, readings[:, None].astype(x.dtype)), {"memory": memory}
+    readings, memory = sparse_delta_step(cache.memory, *step_inputs, error=self.error)
+    return (self._output(x, readings[:, None].astype(x.dtype)),
+            SparseDeltaMemoryCache(memory=memory))

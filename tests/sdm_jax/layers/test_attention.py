@@ -47,8 +47,8 @@ def test_ring_buffer_keeps_the_last_window_positions():
   cache = init_attention_cache(1, 4, 1, 4, jnp.float32)
   for t in range(11):
     cache = write_cache(cache, k[:, t:t + 1], v[:, t:t + 1], jnp.array([[t]]))
-  assert sorted(np.asarray(cache["positions"][0]).tolist()) == [7, 8, 9, 10]
-  np.testing.assert_array_equal(cache["k"][0, 10 % 4], k[0, 10])
+  assert sorted(np.asarray(cache.positions[0]).tolist()) == [7, 8, 9, 10]
+  np.testing.assert_array_equal(cache.k[0, 10 % 4], k[0, 10])
 
 
 def test_invalid_window_is_rejected():

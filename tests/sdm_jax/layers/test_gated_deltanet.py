@@ -62,5 +62,5 @@ def test_cached_decode_equals_parallel_forward(expand_v):
     y, cache = decode(params, x[:, t:t + 1], cache)
     outs.append(y)
   np.testing.assert_allclose(jnp.concatenate(outs, 1), full[:, prompt:], rtol=1e-4, atol=1e-5)
-  assert cache["state"].shape == (2, 2, 8, int(8 * expand_v))
-  assert cache["state"].dtype == jnp.float32
+  assert cache.state.shape == (2, 2, 8, int(8 * expand_v))
+  assert cache.state.dtype == jnp.float32

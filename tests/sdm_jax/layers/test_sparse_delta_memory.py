@@ -52,7 +52,7 @@ def test_shapes_and_dtypes(params):
   assert bool(jnp.all(jnp.isfinite(y.astype(jnp.float32))))
   # The default table is bf16 on GPU for bf16 activations, float32 elsewhere.
   table_dtype = jnp.bfloat16 if jax.default_backend() == "gpu" else jnp.float32
-  assert cache["memory"].shape == (2, 2, 16, 8) and cache["memory"].dtype == table_dtype
+  assert cache.memory.shape == (2, 2, 16, 8) and cache.memory.dtype == table_dtype
 
 
 def test_memory_dtype_picks_the_table_storage(params):
@@ -76,7 +76,7 @@ def test_memory_dtype_picks_the_table_storage(params):
     return full, last, cache
 
   full, last, cache = run(params, x)
-  assert cache["memory"].dtype == jnp.bfloat16
+  assert cache.memory.dtype == jnp.bfloat16
   np.testing.assert_allclose(last[:, 0], full[:, -1], rtol=1e-2, atol=1e-2)
 
 
@@ -102,7 +102,7 @@ def test_cached_decode_equals_parallel_forward(params, error, impl):
   assert full.shape == x.shape
   np.testing.assert_allclose(head, full[:, :prompt], rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(decoded, full[:, prompt:], rtol=1e-4, atol=1e-5)
-  assert cache["memory"].shape == (2, 2, 16, 8)
+  assert cache.memory.shape == (2, 2, 16, 8)
 
 
 def test_learned_initial_table_gets_a_gradient(params):
@@ -127,7 +127,7 @@ def test_without_learn_m0_the_table_starts_at_zero():
   params, cache = init_and_prefill(x)
   assert "M0" not in params["params"]
   # After one token only the W = 3 written rows of each head differ from the zero start.
-  nonzero_rows = jnp.sum(jnp.any(cache["memory"] != 0, axis=-1), axis=-1)
+  nonzero_rows = jnp.sum(jnp.any(cache.memory != 0, axis=-1), axis=-1)
   assert int(jnp.max(nonzero_rows)) <= 3 and int(jnp.min(nonzero_rows)) >= 1
 
 
