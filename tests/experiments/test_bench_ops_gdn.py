@@ -7,10 +7,6 @@ import numpy as np
 from experiments import bench_ops
 
 
-def test_gdn_is_registered():
-  assert "gdn" in bench_ops.BENCHMARKS
-
-
 def test_bench_gdn_runs_at_tiny_shapes():
   result = bench_ops.bench_gdn(batch=1, seq_len=10, heads=2, key_dim=4, value_dim=3,
                                chunk_size=4, dtype=jnp.float32, impl="auto", warmup=1, repeats=2,

@@ -5,16 +5,11 @@ from __future__ import annotations
 import jax
 import pytest
 
-from experiments import bench_ops
 from experiments import bench_sdm
 from experiments import bench_topk
 
 TINY = dict(batch=1, seq_len=40, heads=1, slots=64, writes=4, reads=4, chunk_size=16,
             dtype="bfloat16", warmup=0, repeats=1)
-
-
-def test_sdm_benchmarks_are_registered():
-  assert {"sdm", "sdm_layer"} <= set(bench_ops.BENCHMARKS)
 
 
 @pytest.mark.parametrize("impl,table_dtype", [("chunked", "float32"), ("pallas", "bfloat16")])

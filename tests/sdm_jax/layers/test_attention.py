@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -55,3 +58,28 @@ def test_invalid_window_is_rejected():
   q, k, v = random_qkv(2)
   with pytest.raises(ValueError, match="window"):
     causal_attention(q, k, v, window=0)
+
+
+class MaskedAttentionVariantsTest(chex.TestCase):
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_jitted_and_not_agree_with_the_definition(self):
+    q, k, v = random_qkv(3, (2, 9, 2, 4))
+    positions = jnp.broadcast_to(jnp.arange(9), (2, 9))
+    attend = self.variant(functools.partial(masked_attention, window=4))
+    out = attend(q, k, v, positions, positions)
+    chex.assert_shape(out, q.shape)
+    chex.assert_trees_all_close(out, naive_attention(q, k, v, 4).astype(np.float32),
+                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("window", [None, 64])
+def test_cudnn_matches_the_xla_path(window):
+  """The GPU default for bf16 (cuDNN flash attention) against `masked_attention`."""
+  q, k, v = (x.astype(jnp.bfloat16) for x in random_qkv(4, (2, 256, 4, 64)))
+  cudnn = causal_attention(q, k, v, window=window, implementation="cudnn")
+  xla = causal_attention(q, k, v, window=window, implementation="xla")
+  chex.assert_trees_all_equal_shapes_and_dtypes(cudnn, xla)
+  np.testing.assert_allclose(np.asarray(cudnn, np.float32), np.asarray(xla, np.float32),
+                             rtol=2e-2, atol=2e-2)

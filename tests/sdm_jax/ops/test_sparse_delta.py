@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -69,9 +70,8 @@ def random_inputs(seed, *, batch=2, seq_len=23, heads=3, num_slots=12, value_dim
 
 
 def _assert_close(got, want, tol):
-  for a, b in zip(got, want):
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+  chex.assert_trees_all_equal_shapes_and_dtypes(tuple(got), tuple(want))
+  chex.assert_trees_all_close(tuple(got), tuple(want), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("error,chunk_size", [
@@ -146,6 +146,18 @@ def test_step_accepts_a_shared_table():
   out, memory = sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]))
   want_out, want_memory = sparse_delta_rule_reference(*args)
   _assert_close((out, memory), (want_out[:, 0], want_memory), 1e-6)
+
+
+class StepVariantsTest(chex.TestCase):
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_step_agrees_jitted_and_not_with_the_reference(self):
+    args = random_inputs(15, seq_len=1)
+    step = self.variant(functools.partial(sparse_delta_step, error="shared"))
+    out, memory = step(args[0], *(x[:, 0] for x in args[1:]))
+    chex.assert_shape(out, args[3][:, 0].shape)
+    want_out, want_memory = sparse_delta_rule_reference(*args)
+    _assert_close((out, memory), (want_out[:, 0], want_memory), 1e-6)
 
 
 def test_shared_form_with_every_slot_written_is_the_dense_gated_delta_rule():

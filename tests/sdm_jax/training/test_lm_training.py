@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-import jax
+import chex
 import numpy as np
 import pytest
 
@@ -43,8 +43,7 @@ def test_resumed_run_reaches_the_same_parameters(tmp_path):
   assert summary["step"] == resumed["step"] == 6
   _, params_a, _, _ = load_lm(straight)
   _, params_b, _, _ = load_lm(interrupted)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7),
-               params_a, params_b)
+  chex.assert_trees_all_close(params_a, params_b, rtol=1e-6, atol=1e-7)
   assert resumed["val_bpb"] == pytest.approx(summary["val_bpb"], rel=1e-6)
   records = [json.loads(line) for line in open(os.path.join(straight, "metrics.jsonl"))]
   assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
