@@ -36,7 +36,8 @@ _GDN_HEAD_DIM = flags.DEFINE_integer("gdn_head_dim", 64, "GDN key dim K per head
 _GDN_EXPAND_V = flags.DEFINE_float("gdn_expand_v", 2.0, "GDN value dim = expand_v * K.")
 _SDM_HEADS = flags.DEFINE_integer("sdm_heads", 1, "SDM heads.")
 _SDM_SLOTS = flags.DEFINE_integer("sdm_slots", 262_144, "SDM slots N per head.")
-_SDM_RW = flags.DEFINE_integer("sdm_writes_reads", 64, "SDM writes W = reads R per token.")
+_SDM_WRITES = flags.DEFINE_integer("sdm_writes", 64, "SDM slots written per token W.")
+_SDM_READS = flags.DEFINE_integer("sdm_reads", 64, "SDM slots read per token R.")
 _DTYPE = flags.DEFINE_enum("compute_dtype", "bfloat16", ["bfloat16", "float32"],
                            "Activation dtype (parameters are float32).")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps.")
@@ -49,8 +50,8 @@ def layer_config(kind: str, context: int) -> LMConfig:
       window=_WINDOW.value, max_seq_len=max(context + 1, _WINDOW.value),
       compute_dtype=_DTYPE.value, gdn_heads=_GDN_HEADS.value,
       gdn_head_dim=_GDN_HEAD_DIM.value, gdn_expand_v=_GDN_EXPAND_V.value,
-      sdm_heads=_SDM_HEADS.value, sdm_slots=_SDM_SLOTS.value, sdm_writes=_SDM_RW.value,
-      sdm_reads=_SDM_RW.value)
+      sdm_heads=_SDM_HEADS.value, sdm_slots=_SDM_SLOTS.value, sdm_writes=_SDM_WRITES.value,
+      sdm_reads=_SDM_READS.value)
 
 
 def random_cache(shapes, context: int, key: jax.Array):

@@ -1,20 +1,46 @@
-"""What the entry points share: turning a ConfigDict into the library's configs, loading
-the data it names, and the default workdir."""
+"""What the entry points share: the `--config` flag, turning a ConfigDict into the
+library's configs, loading the data it names, and the default workdir."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
+from absl import flags
 import numpy as np
 from ml_collections import config_dict
+from ml_collections import config_flags
 
+from experiments import configs
 from experiments import model_kinds
 from sdm_jax.data.corpus import load_corpus
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
 
 DEFAULT_WORKDIR_ROOT = "workdirs"
+
+
+def define_config_flag(default: str) -> flags.FlagHolder:
+  """`--config=<file>.py[:arg]` (ml_collections' config file flag: the file's
+  `get_config(arg)`), defaulting to `experiments/configs/<default>.py`, with
+  `--config.<section>.<field>=value` overrides. Read it with `loaded_config`."""
+  return config_flags.DEFINE_config_file(
+      "config", default=configs.config_path(default),
+      help_string="Experiment config file, e.g. experiments/configs/sdm_small.py.")
+
+
+def loaded_config(flag: flags.FlagHolder) -> config_dict.ConfigDict:
+  """The config of a `define_config_flag` flag; ValueError naming the known configs when
+  its file could not be loaded (ml_collections defers that error to the first access)."""
+  config = flag.value
+  try:
+    config.get("name")
+  except IOError:
+    known = ", ".join(configs.known_configs())
+    raise ValueError(f"--config: cannot load {flags.FLAGS[flag.name].serialize()!r}; "
+                     f"give a config file, experiments/configs/<name>.py with one of the known "
+                     f"configs: {known}") from None
+  return config
 
 
 def to_plain(config: config_dict.ConfigDict | dict[str, Any]) -> dict[str, Any]:

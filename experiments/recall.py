@@ -1,7 +1,7 @@
 """Trains a model on a synthetic recall task and scores its recall accuracy.
 
   python -m experiments.recall --task=mqar --workdir=/tmp/mqar --steps=500 \
-      --config=attn_tiny --seq_len=64 --num_kv_pairs=8 --vocab_size=64 \
+      --config=experiments/configs/attn_tiny.py --seq_len=64 --num_kv_pairs=8 --vocab_size=64 \
       --eval_seq_lens=32,64 --eval_num_kv_pairs=4,8
   python -m experiments.recall --task=multi_key --num_keys=8 --filler=repeat ...
   python -m experiments.recall --workdir=/tmp/mqar --eval_file=held_out.npz
@@ -35,7 +35,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import common
-from experiments.config_flag import define_config_flag
 from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS, check_task, task_options
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM
@@ -50,7 +49,7 @@ KIND = "recall"
 DEFAULT_CONFIG = "attn_tiny"
 DEFAULT_NUM_KV_PAIRS = 4  # mqar's generator has no default; the CLI's is a small task.
 
-_CONFIG = define_config_flag(DEFAULT_CONFIG)
+_CONFIG = common.define_config_flag(DEFAULT_CONFIG)
 _TASK = flags.DEFINE_string("task", "mqar", f"Recall task: one of {sorted(RECALL_TASKS)}.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Run directory.", required=True)
 _STEPS = flags.DEFINE_integer("steps", None, "Override train.steps.")
@@ -151,7 +150,7 @@ def load_eval_file(path: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _configs_from_flags(task: dict[str, Any], variants: dict[str, list[dict[str, int]]]
                         ) -> tuple[str, LMConfig, TrainConfig]:
-  config = _CONFIG.value
+  config = common.loaded_config(_CONFIG)
   if config.get("kind", "lm") != "lm":
     raise ValueError(f"experiments.recall trains pattern-string LMs (config kind 'lm'); "
                      f"config {config.name!r} is of kind {config.get('kind')!r}")

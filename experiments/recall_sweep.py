@@ -9,7 +9,8 @@ attention, `SG` Gated DeltaNet, `SM` Sparse Delta Memory, and for attention rest
 a window `SS` (both layers at the swept window). Each mixer's state grows along one knob:
 
   S: the window (--windows); G: the key dim K per head, with d / K heads, so the state is
-  d x K (--gdn_head_dims); M: the slots N of one head (--sdm_slots) at W = R = --sdm_rw;
+  d x K (--gdn_head_dims); M: the slots N of one head (--sdm_slots) at W = --sdm_writes,
+  R = --sdm_reads;
   A: none (its cache is the whole context).
 
 Widths, depths, data, steps and learning rate are equal across models; each model's FLOPs
@@ -45,7 +46,8 @@ _INTS = {name: flags.DEFINE_integer(name, None, help_) for name, help_ in (
     ("d_model", "Width of every model."),
     ("num_heads", "Attention heads."),
     ("base_window", "Window of the first (binding) layer of the SA, SG and SM models."),
-    ("sdm_rw", "Slots written and read per token (W = R) of the M models."),
+    ("sdm_writes", "Slots written per token W of the M models."),
+    ("sdm_reads", "Slots read per token R of the M models."),
     ("seq_len", "Training sequence length."),
     ("num_kv_pairs", "MQAR key-value pairs in training."),
     ("vocab_size", "MQAR vocabulary."),

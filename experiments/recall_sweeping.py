@@ -28,13 +28,15 @@ PRESETS = {
     # tokens nothing leaves chance in 400 steps).
     "h200": dict(d_model=128, num_heads=4, base_window=8, windows=[16, 64, 256],
                  gdn_head_dims=[16, 32, 64], sdm_slots=[1024, 4096, 16384, 65536],
-                 sdm_rw=32, seq_len=256, num_kv_pairs=32, vocab_size=256, steps=3000,
+                 sdm_writes=32, sdm_reads=32, seq_len=256, num_kv_pairs=32, vocab_size=256,
+                 steps=3000,
                  batch_size=64, peak_lr=3e-3, eval_seq_lens=[128, 256, 512],
                  eval_num_kv_pairs=[8, 16, 32], eval_examples=256,
                  compute_dtype="bfloat16"),
     # CPU seconds per model: one knob value per mixer, a few steps (for tests).
     "smoke": dict(d_model=32, num_heads=2, base_window=4, windows=[8], gdn_head_dims=[16],
-                  sdm_slots=[64], sdm_rw=4, seq_len=32, num_kv_pairs=4, vocab_size=32,
+                  sdm_slots=[64], sdm_writes=4, sdm_reads=4, seq_len=32, num_kv_pairs=4,
+                  vocab_size=32,
                   steps=2, batch_size=4, peak_lr=2e-3, eval_seq_lens=[16, 32],
                   eval_num_kv_pairs=[2, 4], eval_examples=8, compute_dtype="float32"),
 }
@@ -74,8 +76,8 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
         add("G", "K", head_dim, gdn_heads=d // head_dim, gdn_head_dim=head_dim)
     elif mixer == "M":
       for slots in settings["sdm_slots"]:
-        add("M", "N", slots, sdm_heads=1, sdm_slots=slots, sdm_writes=settings["sdm_rw"],
-            sdm_reads=settings["sdm_rw"])
+        add("M", "N", slots, sdm_heads=1, sdm_slots=slots, sdm_writes=settings["sdm_writes"],
+            sdm_reads=settings["sdm_reads"])
   return points
 
 

@@ -1,9 +1,11 @@
 """Trains a model on a corpus, evaluates it and prints a sample.
 
-  python -m experiments.train                       # the default config on the embedded corpus
-  python -m experiments.train --config=swa_tiny --workdir=/tmp/swa --steps=200
-  python -m experiments.train --config=attn_tiny --data=my_texts/ --config.train.peak_lr=1e-3
-  python -m experiments.train --config=maglev_tiny     # a Maglev model (config kind "maglev")
+  python -m experiments.train                # the default config on the embedded corpus
+  python -m experiments.train --config=experiments/configs/swa_tiny.py --workdir=/tmp/swa \
+      --steps=200
+  python -m experiments.train --config=experiments/configs/attn_tiny.py --data=my_texts/ \
+      --config.train.peak_lr=1e-3
+  python -m experiments.train --config=experiments/configs/maglev_tiny.py   # a Maglev model
 
 Resumes from --workdir when it holds a checkpoint. The last stdout line is a JSON object
 with `step`, `train_loss`, `val_bpb`, `tokens_per_s` (and more).
@@ -20,13 +22,12 @@ import jax.numpy as jnp
 
 from experiments import common
 from experiments import model_kinds
-from experiments.config_flag import define_config_flag
 from sdm_jax.data.tokenizer import BOS_ID, decode
 from sdm_jax.metrics import unigram_bits_per_byte
 
 DEFAULT_CONFIG = "sdm_tiny"
 
-_CONFIG = define_config_flag(DEFAULT_CONFIG)
+_CONFIG = common.define_config_flag(DEFAULT_CONFIG)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Run directory (default: workdirs/<config>).")
 _STEPS = flags.DEFINE_integer("steps", None, "Override train.steps.")
 _DATA = flags.DEFINE_string("data", None, "Override data.path: a text file, a directory or a "
@@ -38,7 +39,7 @@ _SAMPLE_TOKENS = flags.DEFINE_integer("sample_tokens", 200, "Tokens of the sampl
 def main(argv):
   del argv
   common.quiet_logging()
-  config = _CONFIG.value
+  config = common.loaded_config(_CONFIG)
   common.override_steps(config, _STEPS.value)
   if _DATA.value is not None:
     config.data.path = _DATA.value

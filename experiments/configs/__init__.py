@@ -1,6 +1,8 @@
-"""Named experiment configs: `experiments/configs/<name>.py` with a `get_config()`.
+"""Experiment configs: `experiments/configs/<name>.py`, each with a `get_config()`.
 
-`--config=NAME` on the CLIs loads one; `--config.train.steps=10` (any field) overrides it.
+The CLIs load one with ml_collections' config-file flag,
+`--config=experiments/configs/<name>.py`, and `--config.train.steps=10` (any field)
+overrides it; `experiments.compare` takes several by name (`--configs=gdn_small,sdm_small`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ _NOT_CONFIGS = {"__init__", "base"}
 
 def known_configs() -> list[str]:
   return sorted(p.stem for p in _HERE.glob("*.py") if p.stem not in _NOT_CONFIGS)
+
+
+def config_path(name: str) -> str:
+  """The file of the named config (what `--config=` takes)."""
+  return str(_HERE / f"{name}.py")
 
 
 def get_config(name: str) -> config_dict.ConfigDict:

@@ -7,7 +7,7 @@ import json
 
 def test_bench_decode_reports_each_mixer_batch_and_context(run_cli):
   stdout = run_cli("bench_decode", "--d_model=32", "--heads=2", "--window=8", "--gdn_heads=2",
-                   "--gdn_head_dim=8", "--sdm_slots=256", "--sdm_writes_reads=4",
+                   "--gdn_head_dim=8", "--sdm_slots=256", "--sdm_writes=4", "--sdm_reads=4",
                    "--contexts=16,64", "--batches=2", "--repeats=1", "--warmup=1",
                    "--compute_dtype=float32")
   result = json.loads(stdout.strip().splitlines()[-1])

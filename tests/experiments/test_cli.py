@@ -26,33 +26,34 @@ SDM = ["--config.model.pattern=SM", "--config.model.sdm_slots=256",
 @pytest.mark.parametrize("config, overrides", [("swa_tiny", []), ("sdm_tiny", SDM)])
 def test_train_evaluate_generate_round_trip(run_cli, tmp_path, config, overrides):
   workdir = str(tmp_path / "run")
-  trained = last_json(run_cli("train", f"--config={config}", f"--workdir={workdir}",
+  config_file = f"--config=experiments/configs/{config}.py"
+  trained = last_json(run_cli("train", config_file, f"--workdir={workdir}",
                               "--steps=3", "--sample_tokens=8", *TINY, *overrides))
   assert trained["step"] == 3
   for key in ("train_loss", "val_bpb", "tokens_per_s"):
     assert trained[key] > 0
   assert os.path.exists(os.path.join(workdir, "metrics.jsonl"))
   # A second call resumes: nothing left to train, same step.
-  resumed = last_json(run_cli("train", f"--config={config}", f"--workdir={workdir}",
+  resumed = last_json(run_cli("train", config_file, f"--workdir={workdir}",
                               "--steps=3", "--sample_tokens=0", *TINY, *overrides))
   assert resumed["step"] == 3
   evaluated = last_json(run_cli("evaluate", f"--workdir={workdir}"))
   assert evaluated["val_bpb"] == pytest.approx(trained["val_bpb"], rel=1e-5)
   assert evaluated["tokens"] == 256
-  generated = run_cli("generate", f"--workdir={workdir}", "--prompt=def ", "--steps=12",
+  generated = run_cli("generate", f"--workdir={workdir}", "--prompt=def ", "--num_tokens=12",
                       "--top_k=5")
   assert generated.startswith("def ")
 
 
 def test_describe_prints_counts(run_cli):
-  result = last_json(run_cli("describe", "--config=attn_tiny", "--context_len=1024"))
+  result = last_json(run_cli("describe", "--config=experiments/configs/attn_tiny.py", "--context_len=1024"))
   assert result["parameters"]["total"] > 0
   assert result["decode_state_bytes_per_sequence"]["total"] > 0
   assert result["flops_per_token"]["total"] > 0
 
 
 def test_unknown_config_lists_the_known_ones(run_cli_process):
-  out = run_cli_process("train", "--config=nope")
+  out = run_cli_process("train", "--config=experiments/configs/nope.py")
   assert out.returncode != 0
   assert "known configs: attn_tiny" in out.stderr
 

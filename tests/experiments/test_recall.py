@@ -12,7 +12,7 @@ from sdm_jax.data.mqar import mqar
 
 TASK_FLAGS = ("--task=mqar", "--seq_len=32", "--num_kv_pairs=4", "--vocab_size=32")
 # --config must precede its --config.* overrides.
-TINY_MODEL = ("--config=attn_tiny", "--config.model.d_model=32",
+TINY_MODEL = ("--config=experiments/configs/attn_tiny.py", "--config.model.d_model=32",
               "--config.model.num_layers=2", "--config.model.pattern=AA",
               "--config.model.num_heads=2")
 CHANCE = 1 / 16  # values are drawn from vocab_size // 2 = 16 ids.
