@@ -3,6 +3,8 @@
   python -m experiments.compare --configs=hybrid_attn_tiny,gdn_tiny,sdm_tiny,sdm_tiny_no_m0
   python -m experiments.compare --configs=hybrid_attn_small,gdn_small,sdm_small,sdm_small_no_m0
       # one H200, < 10 minutes
+  python -m experiments.compare --configs=gdn_tiny,sdm_tiny --config.model.d_model=64 \
+      --config.train.peak_lr=1e-3   # overrides applied to every config
 
 See `experiments.comparison` for what is trained, evaluated and reported. Prints progress,
 a table, then one JSON line with everything (also written to --summary_file if given).

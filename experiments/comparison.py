@@ -38,8 +38,9 @@ class Run:
 
 
 def build_runs(config_names: Sequence[str], *, steps: int | None = None,
-               data_path: str | None = None, model_overrides: dict[str, Any] | None = None,
-               train_overrides: dict[str, Any] | None = None) -> dict[str, Run]:
+               model_overrides: dict[str, Any] | None = None,
+               train_overrides: dict[str, Any] | None = None,
+               data_overrides: dict[str, Any] | None = None) -> dict[str, Run]:
   """{config name: Run} with the overrides applied to every config.
 
   Raises:
@@ -54,11 +55,10 @@ def build_runs(config_names: Sequence[str], *, steps: int | None = None,
     config = configs.get_config(name)
     config.model.update(model_overrides or {})
     config.train.update(train_overrides or {})
+    config.data.update(data_overrides or {})
     if steps is not None:
       config.train.update(steps=steps, checkpoint_every=steps)
       common.override_steps(config, steps)
-    if data_path is not None:
-      config.data.path = data_path
     model, train, data = common.lm_configs(config)
     runs[config.name] = Run(model_kinds.kind_named(config.kind), model, train, data)
   seen = {(r.train.steps, r.train.batch_size, r.train.seq_len, r.train.eval_tokens, r.data)
@@ -95,16 +95,18 @@ def train_run(name: str, run: Run, *, workdir: str, train_tokens: np.ndarray,
 
 
 def compare(config_names: Sequence[str], *, steps: int | None = None,
-            workdir_root: str | None = None, data_path: str | None = None,
+            workdir_root: str | None = None,
             model_overrides: dict[str, Any] | None = None,
             train_overrides: dict[str, Any] | None = None,
+            data_overrides: dict[str, Any] | None = None,
             after_training: Callable[..., dict[str, Any] | None] | None = None,
             log: Callable[[str], None] = print) -> dict[str, Any]:
   """Trains every config for equal tokens and evaluates it; returns the JSON summary.
 
   Args:
     config_names: names under experiments/configs.
-    steps, data_path, model_overrides, train_overrides: applied to every config.
+    steps, model_overrides, train_overrides, data_overrides: applied to every config (the
+      overrides as fields of its model, train and data sections).
     workdir_root: workdirs go to <root>/<config name> (default: a new temporary directory);
       finished runs found there are resumed, i.e. only evaluated.
     after_training: (name, run, model, params, val_tokens) -> extra results stored under
@@ -115,8 +117,8 @@ def compare(config_names: Sequence[str], *, steps: int | None = None,
     {"device", "steps", "tokens_per_model", "unigram_bpb", "workdir_root",
      "models": {name: result of `train_run`}, "extra": {name: ...}}.
   """
-  runs = build_runs(config_names, steps=steps, data_path=data_path,
-                    model_overrides=model_overrides, train_overrides=train_overrides)
+  runs = build_runs(config_names, steps=steps, model_overrides=model_overrides,
+                    train_overrides=train_overrides, data_overrides=data_overrides)
   workdir_root = workdir_root or tempfile.mkdtemp(prefix="compare_")
   first = next(iter(runs.values()))
   train_tokens, val_tokens = common.load_splits(first.data, first.model.vocab_size)

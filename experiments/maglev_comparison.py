@@ -43,13 +43,14 @@ def config_names(size: str, models: Sequence[str]) -> list[str]:
   return [config_name(size, model) for model in models]
 
 
-def build_configs(size: str, models: Sequence[str], *, steps: int | None,
-                  data_path: str | None, model_overrides: dict[str, Any],
-                  train_overrides: dict[str, Any]) -> dict[str, comparison.Run]:
+def build_configs(size: str, models: Sequence[str], *, steps: int | None = None,
+                  model_overrides: dict[str, Any] | None = None,
+                  train_overrides: dict[str, Any] | None = None,
+                  data_overrides: dict[str, Any] | None = None) -> dict[str, comparison.Run]:
   """{config name: Run}, all at equal tokens (`experiments.comparison.build_runs`)."""
   return comparison.build_runs(config_names(size, models), steps=steps,
-                               data_path=data_path, model_overrides=model_overrides,
-                               train_overrides=train_overrides)
+                               model_overrides=model_overrides,
+                               train_overrides=train_overrides, data_overrides=data_overrides)
 
 
 def time_prefill(model: Maglev, params, prompts: jax.Array, *, tol: float,
@@ -84,9 +85,10 @@ def time_prefill(model: Maglev, params, prompts: jax.Array, *, tol: float,
 
 
 def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | None = None,
-            workdir_root: str | None = None, data_path: str | None = None,
+            workdir_root: str | None = None,
             model_overrides: dict[str, Any] | None = None,
-            train_overrides: dict[str, Any] | None = None, prefill_batch: int = 8,
+            train_overrides: dict[str, Any] | None = None,
+            data_overrides: dict[str, Any] | None = None, prefill_batch: int = 8,
             prefill_len: int | None = None, tol: float = 1e-4, repeats: int = 5,
             log: Callable[[str], None] = print) -> dict[str, Any]:
   """Trains, evaluates and times as the module docstring says; returns the JSON summary."""
@@ -105,8 +107,8 @@ def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | 
   summary = comparison.compare(
       names, steps=steps,
       workdir_root=workdir_root or tempfile.mkdtemp(prefix=f"maglev_compare_{size}_"),
-      data_path=data_path, model_overrides=model_overrides, train_overrides=train_overrides,
-      after_training=prefill, log=log)
+      model_overrides=model_overrides, train_overrides=train_overrides,
+      data_overrides=data_overrides, after_training=prefill, log=log)
   summary["size"] = size
   summary["prefill"] = summary.pop("extra")
   log(format_table(summary))

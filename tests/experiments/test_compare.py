@@ -8,6 +8,7 @@ import json
 import pytest
 
 from experiments.comparison import build_runs
+from tests.experiments.cli_flags import config_overrides
 
 # Narrow versions of the tiny hybrids: the same patterns, seconds of CPU compilation.
 TOY_MODEL = dict(d_model=32, num_heads=2, window=8, max_seq_len=32, gdn_heads=2,
@@ -19,8 +20,7 @@ def test_compare_trains_each_config_and_reports_state_and_memory_apart(run_cli, 
                                                                         tmp_path):
   stdout = run_cli("compare", "--configs=gdn_tiny,sdm_tiny_no_m0", "--steps=2",
                    f"--workdir_root={tmp_path}", f"--data={toy_corpus}",
-                   f"--model_overrides={json.dumps(TOY_MODEL)}",
-                   f"--train_overrides={json.dumps(TOY_TRAIN)}",
+                   *config_overrides("model", TOY_MODEL), *config_overrides("train", TOY_TRAIN),
                    f"--summary_file={tmp_path / 'summary.json'}")
   summary = json.loads(stdout.strip().splitlines()[-1])
   assert summary == json.loads((tmp_path / "summary.json").read_text())
@@ -39,7 +39,7 @@ def test_compare_trains_each_config_and_reports_state_and_memory_apart(run_cli, 
 
 
 def test_build_runs_applies_overrides_and_refuses_unequal_tokens():
-  runs = build_runs(["gdn_tiny", "sdm_tiny"], steps=5, data_path="corpus.txt",
+  runs = build_runs(["gdn_tiny", "sdm_tiny"], steps=5, data_overrides={"path": "corpus.txt"},
                     model_overrides={"window": 16}, train_overrides={"seq_len": 64})
   for run in runs.values():
     assert (run.train.steps, run.train.seq_len, run.model.window, run.data.path) == (
@@ -53,9 +53,9 @@ def test_build_runs_applies_overrides_and_refuses_unequal_tokens():
     build_runs(["gdn_nope"])
 
 
-def test_overrides_must_be_json_objects(run_cli_process):
-  process = run_cli_process("compare", "--configs=gdn_tiny", "--model_overrides=[1]")
+def test_overrides_name_a_section_and_a_known_field(run_cli_process):
+  process = run_cli_process("compare", "--configs=gdn_tiny", "--config.modle.window=4")
   assert process.returncode != 0
-  assert "--model_overrides must be a JSON object, got '[1]'" in process.stderr
-  process = run_cli_process("compare", "--configs=gdn_tiny", "--train_overrides={steps: 1}")
-  assert process.returncode != 0 and "--train_overrides must be a JSON object" in process.stderr
+  assert 'Did you mean "model"' in process.stderr
+  process = run_cli_process("compare", "--configs=gdn_tiny", "--config.model.windw=4")
+  assert process.returncode != 0 and "windw" in process.stderr

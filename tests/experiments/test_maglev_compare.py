@@ -8,6 +8,7 @@ import json
 import pytest
 
 from experiments.maglev_comparison import build_configs
+from tests.experiments.cli_flags import config_overrides
 
 # The toy model of test_maglev_cli.py: its compiled training and evaluation are cached.
 TOY_MODEL = dict(d_model=32, num_layers=1, prefiller_pattern="A", num_heads=2, window=8,
@@ -19,8 +20,8 @@ TOY_TRAIN = dict(seq_len=32, batch_size=4, warmup_steps=1, log_every=1, eval_bat
 def test_compare_trains_at_equal_tokens_and_times_both_prefills(run_cli, toy_corpus, tmp_path):
   stdout = run_cli("maglev_compare", "--size=tiny", "--models=maglev", "--steps=2",
                    f"--workdir_root={tmp_path}", f"--data={toy_corpus}",
-                   f"--model_overrides={json.dumps(TOY_MODEL)}",
-                   f"--train_overrides={json.dumps(TOY_TRAIN)}", "--prefill_batch=2",
+                   *config_overrides("model", TOY_MODEL), *config_overrides("train", TOY_TRAIN),
+                   "--prefill_batch=2",
                    "--prefill_len=12", "--repeats=1")
   summary = json.loads(stdout.strip().splitlines()[-1])
   assert summary["tokens_per_model"] == 2 * 4 * 32
@@ -39,10 +40,9 @@ def test_compare_trains_at_equal_tokens_and_times_both_prefills(run_cli, toy_cor
 
 def test_overrides_reach_every_config_and_unknown_models_are_refused():
   with pytest.raises(ValueError, match="subset of"):
-    build_configs("tiny", ["maglev", "gdn"], steps=None, data_path=None, model_overrides={},
-                  train_overrides={})
+    build_configs("tiny", ["maglev", "gdn"])
   runs = build_configs("tiny", ["swa", "slsl", "maglev", "maglev_shared"], steps=5,
-                       data_path="corpus.txt", model_overrides={"window": 16},
+                       data_overrides={"path": "corpus.txt"}, model_overrides={"window": 16},
                        train_overrides={"seq_len": 64})
   assert len(runs) == 4
   for run in runs.values():
