@@ -1,6 +1,7 @@
 """The recall sweep behind `experiments.recall_sweep` (importable without defining flags):
 what is trained and scored is described there; `run_sweep(settings, output_dir=...)` runs
-it from Python (settings: a copy of one of `PRESETS`, changed as wanted, plus "mixers")."""
+it from Python (settings: `experiments/configs/recall_sweep.py`'s `get_config(preset)`,
+changed as wanted, or its `.to_dict()`)."""
 
 from __future__ import annotations
 
@@ -21,32 +22,16 @@ from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
                                      evaluation_variants, held_out_examples, train_recall)
 
 MIXERS = ("A", "S", "G", "M")
-# Settings that change together with --preset; explicit flags override them.
-PRESETS = {
-    # One H200, under ten minutes: 11 models of d=128 on MQAR with 32 pairs in 256 tokens
-    # (probes: with 16 pairs SA and SG K=32 reach 0.99 in 2000 steps; with 32 pairs in 512
-    # tokens nothing leaves chance in 400 steps).
-    "h200": dict(d_model=128, num_heads=4, base_window=8, windows=[16, 64, 256],
-                 gdn_head_dims=[16, 32, 64], sdm_slots=[1024, 4096, 16384, 65536],
-                 sdm_writes=32, sdm_reads=32, seq_len=256, num_kv_pairs=32, vocab_size=256,
-                 steps=3000,
-                 batch_size=64, peak_lr=3e-3, eval_seq_lens=[128, 256, 512],
-                 eval_num_kv_pairs=[8, 16, 32], eval_examples=256,
-                 compute_dtype="bfloat16"),
-    # CPU seconds per model: one knob value per mixer, a few steps (for tests).
-    "smoke": dict(d_model=32, num_heads=2, base_window=4, windows=[8], gdn_head_dims=[16],
-                  sdm_slots=[64], sdm_writes=4, sdm_reads=4, seq_len=32, num_kv_pairs=4,
-                  vocab_size=32,
-                  steps=2, batch_size=4, peak_lr=2e-3, eval_seq_lens=[16, 32],
-                  eval_num_kv_pairs=[2, 4], eval_examples=8, compute_dtype="float32"),
-}
-
-
 def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
   """[{"name", "mixer", "knob", "value", "model": LMConfig}] for every mixer and knob value.
 
-  Raises ValueError (naming the setting) for a knob value its mixer cannot take.
+  Raises ValueError (naming the setting) for unknown mixers or a knob value its mixer
+  cannot take.
   """
+  mixers = list(settings["mixers"])
+  if not mixers or not set(mixers) <= set(MIXERS) or len(set(mixers)) != len(mixers):
+    raise ValueError(f"mixers must be distinct letters of {''.join(MIXERS)}, got "
+                     f"{settings['mixers']!r}")
   d = settings["d_model"]
   max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])
   base = dict(vocab_size=settings["vocab_size"], d_model=d, num_layers=2,
@@ -63,7 +48,7 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
     points.append({"name": name, "mixer": mixer, "knob": knob, "value": value,
                    "model": model})
 
-  for mixer in settings["mixers"]:
+  for mixer in mixers:
     if mixer == "A":
       add("A", None, None)
     elif mixer == "S":
@@ -134,6 +119,8 @@ def _write_results(results: dict[str, Any], output_dir: str) -> None:
 def run_sweep(settings: dict[str, Any], *, output_dir: str, workdir_root: str | None = None,
               log: Callable[[str], None] = print) -> dict[str, Any]:
   """Trains and scores every sweep point; writes results.json and the plots."""
+  # A ConfigDict too; results.json records a plain copy.
+  settings = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings)
   task = check_task({"name": "mqar", "seq_len": settings["seq_len"],
                      "vocab_size": settings["vocab_size"],
                      "num_kv_pairs": settings["num_kv_pairs"]})

@@ -13,7 +13,8 @@ import pathlib
 from ml_collections import config_dict
 
 _HERE = pathlib.Path(__file__).parent
-_NOT_CONFIGS = {"__init__", "base"}
+# base: helpers; recall_sweep: the recall sweep's settings, not an experiment config.
+_NOT_CONFIGS = {"__init__", "base", "recall_sweep"}
 
 
 def known_configs() -> list[str]:

@@ -8,12 +8,14 @@ import json
 import pytest
 
 from experiments import recall_sweeping as recall_sweep
+from experiments.configs import recall_sweep as sweep_config
 from sdm_jax.models import describe
 
 
 def test_smoke_sweep_writes_results_and_plots(run_cli, tmp_path):
   output = tmp_path / "sweep"
-  stdout = run_cli("recall_sweep", "--preset=smoke", f"--output_dir={output}",
+  stdout = run_cli("recall_sweep", "--config=experiments/configs/recall_sweep.py:smoke",
+                   f"--output_dir={output}",
                    f"--workdir_root={tmp_path / 'runs'}")
   results = json.loads(stdout.strip().splitlines()[-1])
   assert results == json.loads((output / "results.json").read_text())
@@ -32,7 +34,7 @@ def test_smoke_sweep_writes_results_and_plots(run_cli, tmp_path):
 
 
 def test_each_knob_grows_only_its_mixers_state():
-  settings = dict(recall_sweep.PRESETS["smoke"], mixers=list(recall_sweep.MIXERS),
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=list(recall_sweep.MIXERS),
                   windows=[8, 16], gdn_head_dims=[8, 16],
                   sdm_slots=[64, 256])
   points = recall_sweep.sweep_points(settings)
@@ -49,12 +51,15 @@ def test_each_knob_grows_only_its_mixers_state():
 
 
 def test_points_refuse_knobs_their_mixer_cannot_take():
-  settings = dict(recall_sweep.PRESETS["smoke"], mixers=["G"], gdn_head_dims=[12])
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=["G"], gdn_head_dims=[12])
   with pytest.raises(ValueError, match="gdn_head_dims: 12 does not divide d_model 32"):
     recall_sweep.sweep_points(settings)
-  settings = dict(recall_sweep.PRESETS["smoke"], mixers=["M"], sdm_slots=[50])
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=["M"], sdm_slots=[50])
   with pytest.raises(ValueError, match="sweep point M_N50: .*perfect square"):
     recall_sweep.sweep_points(settings)
-  settings = dict(recall_sweep.PRESETS["smoke"], mixers=["S"], windows=[64])
+  settings = dict(sweep_config.PRESETS["smoke"], mixers="SX")
+  with pytest.raises(ValueError, match="mixers must be distinct letters of ASGM, got 'SX'"):
+    recall_sweep.sweep_points(settings)
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=["S"], windows=[64])
   with pytest.raises(ValueError, match="sweep point S_window64: .*window"):
     recall_sweep.sweep_points(settings)
