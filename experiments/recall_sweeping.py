@@ -21,7 +21,7 @@ from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
                                      evaluation_variants, held_out_examples, train_recall)
 
-MIXERS = ("A", "S", "G", "M")
+SWEPT_MIXERS = ("A", "S", "G", "M")
 def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
   """[{"name", "mixer", "knob", "value", "model": LMConfig}] for every mixer and knob value.
 
@@ -29,8 +29,8 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
   cannot take.
   """
   mixers = list(settings["mixers"])
-  if not mixers or not set(mixers) <= set(MIXERS) or len(set(mixers)) != len(mixers):
-    raise ValueError(f"mixers must be distinct letters of {''.join(MIXERS)}, got "
+  if not mixers or not set(mixers) <= set(SWEPT_MIXERS) or len(set(mixers)) != len(mixers):
+    raise ValueError(f"mixers must be distinct letters of {''.join(SWEPT_MIXERS)}, got "
                      f"{settings['mixers']!r}")
   d = settings["d_model"]
   max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])

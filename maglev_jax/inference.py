@@ -98,7 +98,7 @@ class MaglevDecodeState(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class RecurrentDecoder:
-  """Maglev's P as a `sdm_jax.models.generate.Decoder`; its state is a `MaglevDecodeState`."""
+  """Maglev's P as a `sdm_jax.models.generate.TokenDecoder`; its state is a `MaglevDecodeState`."""
 
   model: Maglev
   prefill_impl: str = "fixed_point"

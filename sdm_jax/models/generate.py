@@ -1,5 +1,5 @@
 """Sampling from an `LM` with per-layer decode caches (constant size for S, G and M layers),
-or from any other model that implements the `Decoder` protocol (e.g. Maglev's decoder)."""
+or from any other model that implements the `TokenDecoder` protocol (e.g. Maglev's decoder)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from sdm_jax.models.lm import LM
 
 
-class Decoder(Protocol):
+class TokenDecoder(Protocol):
   """What `generate` needs from a model; instances must be hashable (a static jit argument).
 
   prefill(params, prompt [B, T], cache_len) -> (logits [B, T, V], state)
@@ -32,7 +32,7 @@ class Decoder(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class LMDecoder:
-  """The `Decoder` of an `LM`: its parallel prefill and its cached decode."""
+  """The `TokenDecoder` of an `LM`: its parallel prefill and its cached decode."""
 
   model: LM
 
@@ -60,7 +60,7 @@ def sample_token(logits: jax.Array, key: jax.Array, temperature: float,
 
 
 @functools.partial(jax.jit, static_argnames=("decoder", "steps", "temperature", "top_k"))
-def _generate(decoder: Decoder, params, prompt: jax.Array, key: jax.Array, *, steps: int,
+def _generate(decoder: TokenDecoder, params, prompt: jax.Array, key: jax.Array, *, steps: int,
               temperature: float, top_k: int | None) -> jax.Array:
   prompt_len = prompt.shape[1]
   logits, caches = decoder.prefill(params, prompt, prompt_len + steps)
@@ -82,7 +82,7 @@ def _generate(decoder: Decoder, params, prompt: jax.Array, key: jax.Array, *, st
   return tokens.T
 
 
-def generate(model: LM | Decoder, params, prompt: jax.Array, *, steps: int,
+def generate(model: LM | TokenDecoder, params, prompt: jax.Array, *, steps: int,
              temperature: float = 1.0, top_k: int | None = None, seed: int = 0) -> jax.Array:
   """Continues `prompt` [B, T] (T >= 1) by `steps` tokens; returns the new ids [B, steps].
 

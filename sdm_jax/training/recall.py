@@ -36,7 +36,7 @@ def held_out_examples(task: dict[str, Any], num_examples: int, seed: int
   return make_examples(task, num_examples, derived_seed(seed, EVAL_STREAM))
 
 
-def train_batch(task: dict[str, Any], *, step: int, batch_size: int, seed: int) -> np.ndarray:
+def recall_batch(task: dict[str, Any], *, step: int, batch_size: int, seed: int) -> np.ndarray:
   """The batch of a training step: int32 [batch_size, 2, seq_len] (inputs, targets)."""
   examples = make_examples(task, batch_size, derived_seed(seed, TRAIN_STREAM, step))
   return np.stack([examples["inputs"], examples["targets"]], axis=1)
@@ -125,7 +125,7 @@ def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[s
       evaluate=lambda params: recall_accuracy(model, params, held_out["inputs"],
                                               held_out["targets"],
                                               batch_size=train_config.eval_batch_size),
-      draw_batch=lambda step: train_batch(task, step=step, batch_size=train_config.batch_size,
+      draw_batch=lambda step: recall_batch(task, step=step, batch_size=train_config.batch_size,
                                           seed=train_config.seed),
       config=train_config, workdir=workdir, log=log)
   return result.summary, model, result.state.params

@@ -34,7 +34,7 @@ def test_smoke_sweep_writes_results_and_plots(run_cli, tmp_path):
 
 
 def test_each_knob_grows_only_its_mixers_state():
-  settings = dict(sweep_config.PRESETS["smoke"], mixers=list(recall_sweep.MIXERS),
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=list(recall_sweep.SWEPT_MIXERS),
                   windows=[8, 16], gdn_head_dims=[8, 16],
                   sdm_slots=[64, 256])
   points = recall_sweep.sweep_points(settings)

@@ -22,17 +22,17 @@ def tiny_model():
 
 
 def test_batches_are_pure_functions_of_the_step_and_apart_from_held_out_examples():
-  first = recall.train_batch(TASK, step=3, batch_size=4, seed=0)
+  first = recall.recall_batch(TASK, step=3, batch_size=4, seed=0)
   assert first.shape == (4, 2, 32) and first.dtype == np.int32
-  np.testing.assert_array_equal(first, recall.train_batch(TASK, step=3, batch_size=4, seed=0))
-  assert not np.array_equal(first, recall.train_batch(TASK, step=4, batch_size=4, seed=0))
+  np.testing.assert_array_equal(first, recall.recall_batch(TASK, step=3, batch_size=4, seed=0))
+  assert not np.array_equal(first, recall.recall_batch(TASK, step=4, batch_size=4, seed=0))
   held_out = recall.held_out_examples(TASK, 4, seed=0)
   assert not np.array_equal(first[:, 0], held_out["inputs"])
 
 
 def test_loss_averages_cross_entropy_over_labelled_positions_only():
   model, params = tiny_model()
-  batch = recall.train_batch(TASK, step=0, batch_size=3, seed=0)
+  batch = recall.recall_batch(TASK, step=0, batch_size=3, seed=0)
   loss, _ = recall.recall_loss_fn(model)(params, jnp.asarray(batch))
   inputs, targets = batch[:, 0], batch[:, 1]
   mask = targets != IGNORE_LABEL
