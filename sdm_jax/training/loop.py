@@ -1,29 +1,62 @@
-"""The generic training loop: resume, step, log, evaluate, checkpoint, stop on NaN.
+"""The generic training loop: resume, step, log, evaluate, checkpoint, stop on NaN or on a
+signal.
 
 `fit` takes an init function, a loss, an evaluation function and a batch source, so any
 model trains with it (`lm_training.train_lm`, `maglev_jax.training.train_maglev`,
-`recall.train_recall`). It writes `checkpoints/<step>/` (orbax) and `metrics.jsonl` (one
-JSON object per logged step) under the workdir.
+`recall.train_recall`). It writes `checkpoints/<step>/` (orbax), `metrics.jsonl` (one JSON
+object per logged step) and `summary.json` under the workdir (`records`).
+
+Preemption: SIGTERM (how clusters stop a job) or SIGINT (Ctrl-C) during training lets the
+current step finish, saves a checkpoint at it and returns a summary with `stopped_by` set;
+the same call later resumes there. A damaged newest checkpoint is skipped with a warning
+(`Checkpointer.restore`).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
+import signal
+import threading
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import jax
 import numpy as np
 
 from sdm_jax.data.batches import train_batch
+from sdm_jax.training import records
 from sdm_jax.training.checkpoint import Checkpointer
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.optim import learning_rate_schedule, optimizer_for
 from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step, replicated,
                                          shard_batch)
 
-METRICS_FILE = "metrics.jsonl"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_requests() -> Iterator[list[str]]:
+  """Within the block, SIGINT and SIGTERM append their name to the yielded list instead of
+  stopping the process (main thread only; elsewhere the list stays empty). A second
+  SIGINT interrupts at once, for a step that hangs."""
+  requests: list[str] = []
+  if threading.current_thread() is not threading.main_thread():
+    yield requests
+    return
+
+  def request(signum, frame):
+    name = signal.Signals(signum).name
+    if signum == signal.SIGINT and requests:
+      raise KeyboardInterrupt
+    requests.append(name)
+
+  previous = {sig: signal.signal(sig, request) for sig in STOP_SIGNALS}
+  try:
+    yield requests
+  finally:
+    for sig, handler in previous.items():
+      signal.signal(sig, handler)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -65,9 +98,11 @@ def fit(*, init_params: Callable[[jax.Array], Any],
 
   Returns:
     FitResult: the final `TrainState` (replicated over the mesh) and the summary
-    {"step", "train_loss", "tokens_per_s", "step_ms", "elapsed_s", **evaluate(params)}:
-    tokens_per_s and step_ms are those of the last logging interval (compilation falls in
-    the first); step_ms is None when nothing was trained.
+    {"step", "train_loss", "tokens_per_s", "step_ms", "elapsed_s", "stopped_by",
+    **evaluate(params)}: tokens_per_s and step_ms are those of the last logging interval
+    (compilation falls in the first); step_ms is None when nothing was trained;
+    stopped_by is "SIGTERM" or "SIGINT" when a signal stopped training early (then
+    nothing is evaluated), else None. The summary is also written to summary.json.
   """
   mesh = make_mesh(config.num_devices)
   optimizer = optimizer_for(config)
@@ -76,23 +111,28 @@ def fit(*, init_params: Callable[[jax.Array], Any],
   checkpointer = Checkpointer(workdir, max_to_keep=config.keep_checkpoints)
   if checkpointer.latest_step() is not None:
     state = checkpointer.restore(state)
+    for damaged in checkpointer.damaged_steps:  # this run will write those steps again
+      checkpointer.delete(damaged)
     log(f"resumed from {checkpointer.directory} at step {int(state.step)}")
   train_step = make_train_step(loss_fn, optimizer, mesh)
   schedule_lr = learning_rate_schedule(config.peak_lr, config.warmup_steps, config.steps,
                                        config.min_lr_ratio)
 
   start_step = int(state.step)
+  records.keep_metrics_through(workdir, start_step)
   tokens_per_step = config.batch_size * config.seq_len
-  metrics_path = os.path.join(workdir, METRICS_FILE)
+  metrics_path = os.path.join(workdir, records.METRICS_FILE)
   run_start = interval_start = time.perf_counter()
   interval_steps, last_loss, tokens_per_s, evaluation = 0, float("nan"), 0.0, {}
   end_step = config.steps if stop_after is None else min(stop_after, config.steps)
-  with open(metrics_path, "a") as metrics_file:
+  stopped_by = None
+  with open(metrics_path, "a") as metrics_file, _stop_requests() as stop_requests:
     for step in range(start_step, end_step):
       state, metrics = train_step(state, shard_batch(draw_batch(step), mesh))
       interval_steps += 1
       done = step + 1
-      is_last = done == end_step
+      stopped_by = stop_requests[0] if stop_requests else None
+      is_last = done == end_step or stopped_by is not None
       if done % config.log_every == 0 or is_last or done % config.checkpoint_every == 0:
         _check_finite(state, checkpointer)
       if done % config.log_every == 0 or is_last:
@@ -101,10 +141,12 @@ def fit(*, init_params: Callable[[jax.Array], Any],
         tokens_per_s = interval_steps * tokens_per_step / max(elapsed, 1e-9)
         record = {"step": done, "loss": last_loss, "lr": float(schedule_lr(step)),
                   "grad_norm": float(metrics["grad_norm"]), "tokens_per_s": tokens_per_s}
-        metrics_file.write(json.dumps(record) + "\n")
+        metrics_file.write(records.dumps(record) + "\n")
         metrics_file.flush()
+        eta_s = (end_step - done) * tokens_per_step / max(tokens_per_s, 1e-9)
         log(f"step {done}/{config.steps} | loss {last_loss:.4f} | lr {record['lr']:.2e} | "
-            f"grad_norm {record['grad_norm']:.3f} | {tokens_per_s:,.0f} tok/s")
+            f"grad_norm {record['grad_norm']:.3f} | {tokens_per_s:,.0f} tok/s | "
+            f"eta {_duration(eta_s)}")
         interval_start, interval_steps = time.perf_counter(), 0
       if config.eval_every and done % config.eval_every == 0 and not is_last:
         evaluation = evaluate(state.params)
@@ -112,14 +154,26 @@ def fit(*, init_params: Callable[[jax.Array], Any],
                                            if isinstance(v, float)))
       if done % config.checkpoint_every == 0 or is_last:
         checkpointer.save(done, state)
+      if stopped_by is not None:
+        log(f"{stopped_by}: stopped after step {done}, checkpoint saved under "
+            f"{checkpointer.directory}; the same command resumes from it")
+        break
   checkpointer.close()
   if start_step >= config.steps:
     log(f"workdir already holds step {start_step} >= steps={config.steps}: nothing to train")
-  evaluation = evaluate(state.params)
+  evaluation = {} if stopped_by else evaluate(state.params)
   summary = {"step": int(state.step), "train_loss": last_loss, "tokens_per_s": tokens_per_s,
              "step_ms": 1e3 * tokens_per_step / tokens_per_s if tokens_per_s else None,
-             "elapsed_s": time.perf_counter() - run_start, **evaluation}
+             "elapsed_s": time.perf_counter() - run_start, "stopped_by": stopped_by,
+             **evaluation}
+  records.write_summary(workdir, summary)
   return FitResult(state=state, summary=summary)
+
+
+def _duration(seconds: float) -> str:
+  seconds = int(round(seconds))
+  hours, rest = divmod(seconds, 3600)
+  return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def _check_finite(state: TrainState, checkpointer: Checkpointer) -> None:

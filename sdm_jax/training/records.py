@@ -1,0 +1,63 @@
+"""What a run leaves besides checkpoints: `metrics.jsonl` (one JSON object per logged step)
+and `summary.json`, always valid JSON (NaN and infinities become null)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+def json_safe(value: Any) -> Any:
+  """`value` with every non-finite float replaced by None (JSON has no NaN or Infinity),
+  through dicts, lists and tuples; numpy and JAX scalars become Python numbers."""
+  if isinstance(value, dict):
+    return {key: json_safe(item) for key, item in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [json_safe(item) for item in value]
+  if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+    value = value.item()
+  if isinstance(value, float) and not math.isfinite(value):
+    return None
+  return value
+
+
+def dumps(value: Any, **kwargs) -> str:
+  """json.dumps of `json_safe(value)`; refuses NaN instead of writing invalid JSON."""
+  return json.dumps(json_safe(value), allow_nan=False, **kwargs)
+
+
+def keep_metrics_through(workdir: str, step: int) -> None:
+  """Drops the lines of metrics.jsonl logged after `step`: a run resumed at `step` redoes
+  those steps and logs them again, so each logged step keeps exactly one line. A line cut
+  short by a kill is dropped too."""
+  path = os.path.join(workdir, METRICS_FILE)
+  if not os.path.exists(path):
+    return
+  kept = []
+  with open(path) as f:
+    for line in f:
+      try:
+        record = json.loads(line)
+      except json.JSONDecodeError:
+        continue
+      if isinstance(record, dict) and record.get("step", step + 1) <= step:
+        kept.append(line if line.endswith("\n") else line + "\n")
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    f.writelines(kept)
+  os.replace(tmp, path)
+
+
+def write_summary(workdir: str, summary: dict[str, Any]) -> str:
+  """Writes summary.json (atomically); returns its path."""
+  path = os.path.join(workdir, SUMMARY_FILE)
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    f.write(dumps(summary, indent=1, sort_keys=True) + "\n")
+  os.replace(tmp, path)
+  return path
