@@ -13,17 +13,18 @@ table and, last, one JSON object.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 
-from absl import app
 from absl import flags
+
+from experiments import cli
 import jax
 import jax.numpy as jnp
 
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS
+from sdm_jax.training import records
 
 _MIXERS = flags.DEFINE_list("mixers", ["M", "G", "S", "A"], "Mixer letters to time.")
 _BATCHES = flags.DEFINE_list("batches", ["1", "8"], "Batch sizes.")
@@ -112,9 +113,9 @@ def main(argv):
         print(f"{kind} B={batch:<2d} context={context:>7,d}: {result['step_ms']:8.3f} ms/token "
               f"(cache {result['cache_bytes_per_sequence'] / 2**20:,.1f} MiB/sequence)",
               flush=True)
-  print(json.dumps({"device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
+  print(records.dumps({"device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
                     "d_model": _D_MODEL.value, "results": results}))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

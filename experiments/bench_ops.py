@@ -10,18 +10,18 @@ Each op registers a function in `BENCHMARKS` taking the parsed flags and returni
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, Callable
 
-from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
 
+from experiments import cli
 from experiments import benchmarking
 from experiments import bench_sdm
 from experiments import bench_topk
 from sdm_jax.ops import gated_delta
+from sdm_jax.training import records
 
 _OP = flags.DEFINE_string("op", "gdn", "Which op to time: one of the keys of BENCHMARKS.")
 _BATCH = flags.DEFINE_integer("batch", 4, "Batch size B.")
@@ -190,8 +190,8 @@ def main(argv):
       "jax": jax.__version__,
       **BENCHMARKS[_OP.value](),
   }
-  print(json.dumps(result))
+  print(records.dumps(result))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

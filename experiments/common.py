@@ -11,6 +11,7 @@ import numpy as np
 from ml_collections import config_dict
 from ml_collections import config_flags
 
+from experiments import cli
 from experiments import configs
 from experiments import model_kinds
 from sdm_jax.data.corpus import load_corpus
@@ -24,8 +25,8 @@ def define_config_flag(default: str) -> flags.FlagHolder:
   """`--config=<file>.py[:arg]` (ml_collections' config file flag: the file's
   `get_config(arg)`), defaulting to `experiments/configs/<default>.py`, with
   `--config.<section>.<field>=value` overrides. Read it with `loaded_config`."""
-  return config_flags.DEFINE_config_file(
-      "config", default=configs.config_path(default),
+  return cli.define_config(
+      config_flags.DEFINE_config_file, "config", default=configs.config_path(default),
       help_string="Experiment config file, e.g. experiments/configs/sdm_small.py.")
 
 
@@ -75,11 +76,3 @@ def load_splits(data: DataConfig, vocab_size: int) -> tuple[np.ndarray, np.ndarr
   val = load_corpus(data.path, split="val", val_fraction=data.val_fraction,
                     vocab_size=vocab_size)
   return train, val
-
-
-def quiet_logging() -> None:
-  """Keeps library INFO logs (orbax writes several per checkpoint) off the console unless
-  the user asked for them with --verbosity."""
-  from absl import flags, logging  # pylint: disable=g-import-not-at-top
-  if not flags.FLAGS["verbosity"].present:
-    logging.set_verbosity(logging.WARNING)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 
-from absl import app
 from absl import flags
 
-from experiments import common
+from experiments import cli
 from experiments import comparison
 from experiments import comparison_flags
+from sdm_jax.training import records
 
 _CONFIGS = flags.DEFINE_list("configs", None, "Config names to train, e.g. "
                              "hybrid_attn_small,gdn_small,sdm_small.", required=True)
@@ -28,14 +28,13 @@ _SUMMARY_FILE = flags.DEFINE_string("summary_file", None, "Also write the JSON s
 
 def main(argv):
   del argv
-  common.quiet_logging()
   summary = comparison.compare(_CONFIGS.value, **comparison_flags.comparison_kwargs())
   print(comparison.format_table(summary))
   if _SUMMARY_FILE.value:
     with open(_SUMMARY_FILE.value, "w") as f:
       json.dump(summary, f, indent=1)
-  print(json.dumps(summary))
+  print(records.dumps(summary))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

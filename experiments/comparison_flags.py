@@ -11,6 +11,8 @@ from absl import flags
 from ml_collections import config_dict
 from ml_collections import config_flags
 
+from experiments import cli
+
 _STEPS = flags.DEFINE_integer("steps", None, "Training steps of every model (default: the "
                               "configs' train.steps).")
 _WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Workdirs go to <root>/<config> "
@@ -18,8 +20,8 @@ _WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Workdirs go to <root>
 _DATA = flags.DEFINE_string("data", None, "Override data.path of every config.")
 # Any field may be named (each config checks its own when it is built), so the sections
 # start empty and accept new attributes.
-_OVERRIDES = config_flags.DEFINE_config_dict(
-    "config", config_dict.ConfigDict({"model": {}, "train": {}, "data": {}}),
+_OVERRIDES = cli.define_config(
+    config_flags.DEFINE_config_dict, "config", config_dict.ConfigDict({"model": {}, "train": {}, "data": {}}),
     "Overrides of every config: --config.model.d_model=64, --config.train.peak_lr=1e-3, ...",
     lock_config=False, accept_new_attributes=True)
 

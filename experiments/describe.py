@@ -8,13 +8,13 @@ Prints one JSON object.
 
 from __future__ import annotations
 
-import json
 
-from absl import app
 from absl import flags
 
+from experiments import cli
 from experiments import common
 from experiments import model_kinds
+from sdm_jax.training import records
 
 _CONFIG = common.define_config_flag("sdm_tiny")
 _CONTEXT_LEN = flags.DEFINE_integer("context_len", None, "Context length for the decode-state "
@@ -23,12 +23,11 @@ _CONTEXT_LEN = flags.DEFINE_integer("context_len", None, "Context length for the
 
 def main(argv):
   del argv
-  common.quiet_logging()
   config = common.loaded_config(_CONFIG)
   model_config, _, _ = common.lm_configs(config)
   describe = model_kinds.kind_named(config.get("kind", "lm")).describe
-  print(json.dumps({"config": config.name, **describe(model_config, _CONTEXT_LEN.value)}))
+  print(records.dumps({"config": config.name, **describe(model_config, _CONTEXT_LEN.value)}))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

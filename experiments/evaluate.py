@@ -9,16 +9,15 @@ The last stdout line is a JSON object with `val_bpb`, `tokens` (targets scored) 
 
 from __future__ import annotations
 
-import json
 
-from absl import app
 from absl import flags
 
-from experiments import common
+from experiments import cli
 from experiments import model_kinds
 from sdm_jax.data.corpus import load_corpus
 from sdm_jax.training.config import DataConfig
 from sdm_jax.training.workdir import check_tokens_fit
+from sdm_jax.training import records
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by experiments.train.",
                                required=True)
@@ -31,7 +30,6 @@ _STEP = flags.DEFINE_integer("step", None, "Checkpoint step (default: latest).")
 
 def main(argv):
   del argv
-  common.quiet_logging()
   kind = model_kinds.kind_of_workdir(_WORKDIR.value)
   model, params, saved, step = kind.load(_WORKDIR.value, _STEP.value)
   data = DataConfig.from_dict(saved.get("data", {}))
@@ -44,10 +42,10 @@ def main(argv):
   evaluate = kind.evaluator(model, val_tokens, batch_size=saved["train"]["eval_batch_size"],
                             seq_len=saved["train"]["seq_len"], max_tokens=max_tokens)
   result = evaluate(params)
-  print(json.dumps({"workdir": _WORKDIR.value, "step": step, "data": path or "embedded",
+  print(records.dumps({"workdir": _WORKDIR.value, "step": step, "data": path or "embedded",
                     "tokens": result.pop("val_tokens"), "bytes": result.pop("val_bytes"),
                     **result}))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-from absl import app
 from absl import flags
 import jax.numpy as jnp
 
-from experiments import common
+from experiments import cli
 from experiments import model_kinds
 from sdm_jax.data.tokenizer import BOS_ID, decode, encode
 
@@ -25,7 +24,6 @@ _SEED = flags.DEFINE_integer("seed", 0, "Sampling seed.")
 
 def main(argv):
   del argv
-  common.quiet_logging()
   kind = model_kinds.kind_of_workdir(_WORKDIR.value)
   model, params, _, _ = kind.load(_WORKDIR.value)
   prompt = jnp.asarray([[BOS_ID, *encode(_PROMPT.value).tolist()]], jnp.int32)
@@ -35,4 +33,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

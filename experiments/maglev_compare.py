@@ -9,14 +9,13 @@ Prints progress, a table, then one JSON line with everything.
 
 from __future__ import annotations
 
-import json
 
-from absl import app
 from absl import flags
 
-from experiments import common
+from experiments import cli
 from experiments import comparison_flags
 from experiments.maglev_comparison import MODELS, compare
+from sdm_jax.training import records
 
 _SIZE = flags.DEFINE_enum("size", "tiny", ["tiny", "small"], "Config family maglev_<size>*.")
 _MODELS = flags.DEFINE_list("models", list(MODELS), f"Which of {MODELS} to train.")
@@ -28,12 +27,11 @@ _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per prefill method.")
 
 def main(argv):
   del argv
-  common.quiet_logging()
   summary = compare(_SIZE.value, _MODELS.value, **comparison_flags.comparison_kwargs(),
                     prefill_batch=_PREFILL_BATCH.value, prefill_len=_PREFILL_LEN.value,
                     tol=_TOL.value, repeats=_REPEATS.value)
-  print(json.dumps(summary))
+  print(records.dumps(summary))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -25,15 +25,14 @@ is `{"accuracy": ..., "n": examples, ...}`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any
 
-from absl import app
 from absl import flags
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import cli
 from experiments import common
 from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS, check_task, task_options
 from sdm_jax.models.config import LMConfig
@@ -42,6 +41,7 @@ from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
                                      evaluation_variants, held_out_examples,
                                      recall_accuracy, train_recall)
+from sdm_jax.training import records
 from sdm_jax.training.workdir import (CONFIG_FILE, read_workdir_config, restore_params,
                                       write_workdir_config)
 
@@ -206,13 +206,12 @@ def _eval_file_main(workdir: str, path: str) -> dict[str, Any]:
 
 def main(argv):
   del argv
-  common.quiet_logging()
   if _EVAL_FILE.value is not None:
     summary = _eval_file_main(_WORKDIR.value, _EVAL_FILE.value)
   else:
     summary = _train_main(_WORKDIR.value)
-  print(json.dumps(summary))
+  print(records.dumps(summary))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -30,18 +30,18 @@ library behind it is `experiments.recall_sweeping`.
 
 from __future__ import annotations
 
-import json
 
-from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from experiments import cli
 from experiments import common
 from experiments import configs
 from experiments.recall_sweeping import run_sweep
+from sdm_jax.training import records
 
-_CONFIG = config_flags.DEFINE_config_file(
-    "config", default=configs.config_path("recall_sweep") + ":h200",
+_CONFIG = cli.define_config(
+    config_flags.DEFINE_config_file, "config", default=configs.config_path("recall_sweep") + ":h200",
     help_string="Sweep settings: experiments/configs/recall_sweep.py:<preset> (h200 or "
     "smoke), each field overridable with --config.<field>=value.")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "experiments/results/recall_sweep",
@@ -52,11 +52,10 @@ _WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Checkpoints go to <ro
 
 def main(argv):
   del argv
-  common.quiet_logging()
   results = run_sweep(common.loaded_config(_CONFIG), output_dir=_OUTPUT_DIR.value,
                       workdir_root=_WORKDIR_ROOT.value)
-  print(json.dumps(results))
+  print(records.dumps(results))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -14,16 +14,17 @@ with `step`, `train_loss`, `val_bpb`, `tokens_per_s` (and more).
 from __future__ import annotations
 
 import dataclasses
-import json
+import os
 
-from absl import app
 from absl import flags
 import jax.numpy as jnp
 
+from experiments import cli
 from experiments import common
 from experiments import model_kinds
 from sdm_jax.data.tokenizer import BOS_ID, decode
 from sdm_jax.metrics import unigram_bits_per_byte
+from sdm_jax.training import records
 
 DEFAULT_CONFIG = "sdm_tiny"
 
@@ -38,7 +39,6 @@ _SAMPLE_TOKENS = flags.DEFINE_integer("sample_tokens", 200, "Tokens of the sampl
 
 def main(argv):
   del argv
-  common.quiet_logging()
   config = common.loaded_config(_CONFIG)
   common.override_steps(config, _STEPS.value)
   if _DATA.value is not None:
@@ -52,16 +52,29 @@ def main(argv):
         f"({train_tokens.size:,} train / {val_tokens.size:,} val tokens); workdir {workdir}")
   summary = kind.train(model_config, train_config, train_tokens, val_tokens, workdir,
                        extra_config={"name": config.name, "data": dataclasses.asdict(data_config)})
-  summary["unigram_bpb"] = unigram_bits_per_byte(train_tokens, val_tokens,
-                                                 model_config.vocab_size)
-  if _SAMPLE_TOKENS.value > 0:
+  stopped_by = summary.get("stopped_by")
+  if not stopped_by:
+    summary["unigram_bpb"] = unigram_bits_per_byte(train_tokens, val_tokens,
+                                                   model_config.vocab_size)
+    records.write_summary(workdir, summary)
+  if _SAMPLE_TOKENS.value > 0 and not stopped_by:
     model, params, _, _ = kind.load(workdir)
     prompt = jnp.array([[BOS_ID] + list(b"def ")], jnp.int32)
     sample = kind.generate(model, params, prompt, steps=_SAMPLE_TOKENS.value, temperature=0.8,
                            top_k=50, seed=0)
     print("sample:\n" + "def " + decode(sample[0]))
-  print(json.dumps({"config": config.name, "workdir": workdir, **summary}))
+  print(f"checkpoints: {os.path.join(workdir, 'checkpoints')}; metrics: "
+        f"{os.path.join(workdir, records.METRICS_FILE)}; summary: "
+        f"{os.path.join(workdir, records.SUMMARY_FILE)}")
+  if stopped_by:
+    print(f"resume: python -m experiments.train --workdir={workdir} (same flags)")
+  else:
+    print(f"next: python -m experiments.evaluate --workdir={workdir}; "
+          f"python -m experiments.generate --workdir={workdir} --prompt='def '")
+  print(records.dumps({"config": config.name, "workdir": workdir, **summary}))
+  # SIGTERM (preemption) is a clean stop; Ctrl-C keeps the shell's 128 + SIGINT.
+  return 130 if stopped_by == "SIGINT" else 0
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

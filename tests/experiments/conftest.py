@@ -23,18 +23,34 @@ FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
 
 
 @pytest.fixture(scope="session")
-def run_cli_process(tmp_path_factory) -> Callable[..., subprocess.CompletedProcess]:
+def cli_env(tmp_path_factory) -> dict[str, str]:
+  """The environment of the entry points' subprocesses (CPU, a shared compile cache)."""
+  return {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": subprocess_pythonpath(),
+          "XLA_FLAGS": FAST_COMPILE_XLA_FLAGS,
+          "JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("jax_cache")),
+          "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+@pytest.fixture(scope="session")
+def start_cli(cli_env) -> Callable[..., subprocess.Popen]:
+  """start_cli(module, *flags) -> a running `python -m experiments.<module>` (stdout and
+  stderr piped as text), for tests that signal or kill it."""
+  def start(module: str, *flags: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", f"experiments.{module}", *flags],
+                            cwd=ROOT, env=cli_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+  return start
+
+
+@pytest.fixture(scope="session")
+def run_cli_process(cli_env) -> Callable[..., subprocess.CompletedProcess]:
   """run_cli_process(module, *flags) -> the finished `python -m experiments.<module>`
   (return code, stdout and stderr), whether it succeeded or not."""
-  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": subprocess_pythonpath(),
-         "XLA_FLAGS": FAST_COMPILE_XLA_FLAGS,
-         "JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("jax_cache")),
-         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
-
   def run(module: str, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", f"experiments.{module}", *flags], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+                          env=cli_env, capture_output=True, text=True, timeout=300,
+                          check=False)
   return run
 
 
