@@ -72,6 +72,12 @@ def _parse_flags(argv: list[str]) -> list[str]:
   return []  # not reached
 
 
+def stop_status(stopped_by: str | None) -> int:
+  """The exit status of a run a signal may have stopped: SIGTERM (preemption) is a clean
+  stop (0); Ctrl-C keeps the shell's 128 + SIGINT (130)."""
+  return 130 if stopped_by == "SIGINT" else 0
+
+
 def define_config(definer: Callable[..., flags.FlagHolder], *args, **kwargs
                   ) -> flags.FlagHolder:
   """Calls an ml_collections `DEFINE_config_*`. Those read `--config.<field>=` overrides

@@ -12,7 +12,6 @@ a table, then one JSON line with everything (also written to --summary_file if g
 
 from __future__ import annotations
 
-import json
 
 from absl import flags
 
@@ -32,8 +31,9 @@ def main(argv):
   print(comparison.format_table(summary))
   if _SUMMARY_FILE.value:
     with open(_SUMMARY_FILE.value, "w") as f:
-      json.dump(summary, f, indent=1)
+      f.write(records.dumps(summary, indent=1))
   print(records.dumps(summary))
+  return cli.stop_status(summary.get("stopped_by"))
 
 
 if __name__ == "__main__":

@@ -115,7 +115,8 @@ def compare(config_names: Sequence[str], *, steps: int | None = None,
 
   Returns:
     {"device", "steps", "tokens_per_model", "unigram_bpb", "workdir_root",
-     "models": {name: result of `train_run`}, "extra": {name: ...}}.
+     "models": {name: result of `train_run`}, "extra": {name: ...}}, and "stopped_by"
+    when a signal stopped a run (the models trained before it are in "models").
   """
   runs = build_runs(config_names, steps=steps, model_overrides=model_overrides,
                     train_overrides=train_overrides, data_overrides=data_overrides)
@@ -131,6 +132,11 @@ def compare(config_names: Sequence[str], *, steps: int | None = None,
     result, model, params = train_run(name, run, workdir=os.path.join(workdir_root, name),
                                       train_tokens=train_tokens, val_tokens=val_tokens,
                                       log=log)
+    if result.get("stopped_by"):  # SIGTERM/SIGINT: this run saved its step; stop here
+      summary["stopped_by"] = result["stopped_by"]
+      log(f"  {name}: {result['stopped_by']} at step {result['step']}; rerun with "
+          f"--workdir_root={workdir_root} to resume")
+      break
     summary["models"][name] = result
     log(f"  {name}: val_bpb {result['val_bpb']:.4f}, {result['wall_s']:.1f} s")
     if after_training is not None:

@@ -31,6 +31,7 @@ def main(argv):
                     prefill_batch=_PREFILL_BATCH.value, prefill_len=_PREFILL_LEN.value,
                     tol=_TOL.value, repeats=_REPEATS.value)
   print(records.dumps(summary))
+  return cli.stop_status(summary.get("stopped_by"))
 
 
 if __name__ == "__main__":

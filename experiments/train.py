@@ -72,8 +72,7 @@ def main(argv):
     print(f"next: python -m experiments.evaluate --workdir={workdir}; "
           f"python -m experiments.generate --workdir={workdir} --prompt='def '")
   print(records.dumps({"config": config.name, "workdir": workdir, **summary}))
-  # SIGTERM (preemption) is a clean stop; Ctrl-C keeps the shell's 128 + SIGINT.
-  return 130 if stopped_by == "SIGINT" else 0
+  return cli.stop_status(stopped_by)
 
 
 if __name__ == "__main__":

@@ -8,19 +8,15 @@ import json
 import pytest
 
 from experiments.comparison import build_runs
-from tests.experiments.cli_flags import config_overrides
-
-# Narrow versions of the tiny hybrids: the same patterns, seconds of CPU compilation.
-TOY_MODEL = dict(d_model=32, num_heads=2, window=8, max_seq_len=32, gdn_heads=2,
-                 gdn_head_dim=16, sdm_slots=256, sdm_writes=8, sdm_reads=8, sdm_chunk_size=16)
-TOY_TRAIN = dict(seq_len=32, batch_size=2, log_every=1, eval_batch_size=2, eval_tokens=64)
+from tests.experiments.cli_flags import TOY_LM_MODEL, TOY_LM_TRAIN, config_overrides
 
 
 def test_compare_trains_each_config_and_reports_state_and_memory_apart(run_cli, toy_corpus,
                                                                         tmp_path):
   stdout = run_cli("compare", "--configs=gdn_tiny,sdm_tiny_no_m0", "--steps=2",
                    f"--workdir_root={tmp_path}", f"--data={toy_corpus}",
-                   *config_overrides("model", TOY_MODEL), *config_overrides("train", TOY_TRAIN),
+                   *config_overrides("model", TOY_LM_MODEL),
+                   *config_overrides("train", TOY_LM_TRAIN),
                    f"--summary_file={tmp_path / 'summary.json'}")
   summary = json.loads(stdout.strip().splitlines()[-1])
   assert summary == json.loads((tmp_path / "summary.json").read_text())

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from sdm_jax.training.lm_training import load_lm
+from tests.experiments.cli_flags import TOY_LM_MODEL, TOY_LM_TRAIN, config_overrides
 
 STEPS = 10
 # swa_tiny narrowed to seconds of CPU compilation; a checkpoint every 2 steps.
@@ -176,3 +177,22 @@ def test_bad_inputs_fail_in_one_line_and_touch_nothing(run_cli_process, tmp_path
 def test_verbose_shows_the_traceback(run_cli_process):
   result = run_cli_process("train", "--config.model.window=0", "--verbose")
   assert result.returncode != 0 and "Traceback" in result.stderr
+
+
+def test_sigterm_stops_a_comparison_at_a_saved_step(start_cli, tmp_path, toy_corpus):
+  process = start_cli("compare", "--configs=gdn_tiny,sdm_tiny_no_m0", "--steps=200",
+                      f"--workdir_root={tmp_path}", f"--data={toy_corpus}",
+                      *config_overrides("model", TOY_LM_MODEL),
+                      *config_overrides("train", TOY_LM_TRAIN))
+  metrics = tmp_path / "gdn_tiny" / "metrics.jsonl"
+  start = time.time()
+  while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
+    assert process.poll() is None and time.time() - start < 120, process.stderr.read()
+    time.sleep(0.05)
+  process.send_signal(signal.SIGTERM)
+  stdout, stderr = process.communicate(timeout=120)
+  assert process.returncode == 0, stderr[-2000:]
+  summary = json.loads(stdout.strip().splitlines()[-1])
+  assert summary["stopped_by"] == "SIGTERM" and summary["models"] == {}
+  assert f"--workdir_root={tmp_path} to resume" in stdout
+  assert checkpoint_steps(str(tmp_path / "gdn_tiny"))  # the stopped step was saved
