@@ -182,6 +182,9 @@ def _train_main(workdir: str) -> dict[str, Any]:
         f"{model_config.d_model}; workdir {workdir}")
   held_out = held_out_examples(task, _EVAL_EXAMPLES.value, train_config.seed)
   summary, model, params = train_recall(model_config, train_config, task, workdir, held_out)
+  if summary.get("stopped_by"):  # a signal: the step is saved, nothing was scored
+    print(f"resume: the same command with --workdir={workdir}")
+    return {**summary, "task": task["name"], "workdir": workdir}
   for key, group in variants.items():
     summary[key] = accuracy_by_variant(model, params, task, group,
                                        num_examples=_EVAL_EXAMPLES.value,
@@ -211,6 +214,7 @@ def main(argv):
   else:
     summary = _train_main(_WORKDIR.value)
   print(records.dumps(summary))
+  return cli.stop_status(summary.get("stopped_by"))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ def main(argv):
   results = run_sweep(common.loaded_config(_CONFIG), output_dir=_OUTPUT_DIR.value,
                       workdir_root=_WORKDIR_ROOT.value)
   print(records.dumps(results))
+  return cli.stop_status(results.get("stopped_by"))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ changed as wanted, or its `.to_dict()`)."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -17,6 +16,7 @@ from experiments import recall_plots
 from sdm_jax.data.recall_tasks import check_task
 from sdm_jax.models import describe
 from sdm_jax.models.config import LMConfig
+from sdm_jax.training import records
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
                                      evaluation_variants, held_out_examples, train_recall)
@@ -86,6 +86,8 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
   start = time.perf_counter()
   summary, model, params = train_recall(model_config, train_config, task, workdir, held_out,
                                         log=lambda line: log(f"  {line}"))
+  if summary.get("stopped_by"):
+    return {"name": point["name"], "stopped_by": summary["stopped_by"]}
   train_s = time.perf_counter() - start
   scoring = dict(num_examples=settings["eval_examples"], seed=train_config.seed,
                  batch_size=train_config.eval_batch_size)
@@ -113,12 +115,14 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
 
 def _write_results(results: dict[str, Any], output_dir: str) -> None:
   with open(os.path.join(output_dir, "results.json"), "w") as f:
-    json.dump(results, f, indent=1)
+    f.write(records.dumps(results, indent=1))
 
 
 def run_sweep(settings: dict[str, Any], *, output_dir: str, workdir_root: str | None = None,
               log: Callable[[str], None] = print) -> dict[str, Any]:
-  """Trains and scores every sweep point; writes results.json and the plots."""
+  """Trains and scores every sweep point; writes results.json and the plots. A signal
+  (SIGTERM, SIGINT) stops the sweep after saving the current point's step: results then
+  hold "stopped_by" and the points finished before it."""
   # A ConfigDict too; results.json records a plain copy.
   settings = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings)
   task = check_task({"name": "mqar", "seq_len": settings["seq_len"],
@@ -139,6 +143,12 @@ def run_sweep(settings: dict[str, Any], *, output_dir: str, workdir_root: str | 
     log(f"== {point['name']} (pattern {point['model'].layer_kinds})")
     record = run_point(point, settings, task, variants,
                        workdir=os.path.join(workdir_root, point["name"]), log=log)
+    if record.get("stopped_by"):  # a signal: that point's step is saved; no plots
+      results["stopped_by"] = record["stopped_by"]
+      log(f"  {point['name']}: {record['stopped_by']}; rerun with "
+          f"--workdir_root={workdir_root} to resume")
+      _write_results(results, output_dir)
+      return results
     results["models"].append(record)
     results["wall_s"] = time.perf_counter() - sweep_start
     log(f"  {point['name']}: accuracy {record['accuracy']:.3f}, state "
