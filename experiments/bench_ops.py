@@ -9,17 +9,15 @@ Each op registers a function in `BENCHMARKS` taking the parsed flags and returni
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 from absl import flags
 import jax
-import jax.numpy as jnp
 
 from experiments import cli
-from experiments import benchmarking
-from experiments import bench_sdm
-from experiments import bench_topk
+from sdm_jax.evaluation import gdn_benchmarks
+from sdm_jax.evaluation import sdm_benchmarks
+from sdm_jax.evaluation import topk_benchmarks
 from sdm_jax.ops import gated_delta
 from sdm_jax.training import records
 
@@ -59,73 +57,18 @@ _TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", ["auto", "xla", "pallas"],
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}
 
 
-@functools.partial(jax.jit, static_argnames=(
-    "batch", "seq_len", "heads", "key_dim", "value_dim", "dtype"))
-def make_gdn_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
-  """(q, k, v, g, beta) as a GDN layer feeds them: unit-norm q and k, g < 0, beta in (0, 1)."""
-  # One draw, split along the last axis: a single RNG kernel to compile and run.
-  noise = jax.random.normal(jax.random.key(seed),
-                            (batch, seq_len, heads, 2 * key_dim + value_dim + 2))
-  q, k, v, g, beta = jnp.split(
-      noise, [key_dim, 2 * key_dim, 2 * key_dim + value_dim, 2 * key_dim + value_dim + 1],
-      axis=-1)
-
-  def unit(x):
-    return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
-
-  q, k = unit(q), unit(k)
-  g = jax.nn.log_sigmoid(g[..., 0] + 3.0)
-  beta = jax.nn.sigmoid(beta[..., 0])
-  return tuple(x.astype(dtype) for x in (q, k, v, g, beta))
-
-
-def bench_gdn(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
-              repeats, state_pass="scan") -> dict[str, Any]:
-  """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs)."""
-  resolved = gated_delta.resolve_impl(impl)
-  if resolved == "chunked":
-    def op(*inputs):
-      return gated_delta.gated_delta_rule_chunked(*inputs, chunk_size=chunk_size,
-                                                  state_pass=state_pass)
-  else:
-    def op(*inputs):
-      return gated_delta.gated_delta_rule(*inputs, chunk_size=chunk_size, impl=resolved)
-
-  def loss(*inputs):
-    return op(*inputs)[0].astype(jnp.float32).sum()
-
-  inputs = make_gdn_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
-                           value_dim=value_dim, dtype=jnp.dtype(dtype))
-  forward = jax.jit(op)
-  forward_backward = jax.jit(jax.value_and_grad(loss, argnums=tuple(range(5))))
-  fwd = benchmarking.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)
-  fwd_bwd = benchmarking.time_call(lambda: forward_backward(*inputs), warmup=warmup,
-                                   repeats=repeats)
-  return {
-      "impl": resolved,
-      "state_pass": state_pass if resolved == "chunked" else None,
-      "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
-      "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
-      "fwd_ms": fwd["median_ms"],
-      "fwd_bwd_ms": fwd_bwd["median_ms"],
-      "fwd_min_ms": fwd["min_ms"],
-      "fwd_bwd_min_ms": fwd_bwd["min_ms"],
-      "peak_bytes": benchmarking.peak_memory_bytes(),
-      "fwd_bwd_temp_bytes": benchmarking.compiled_temp_bytes(forward_backward, *inputs),
-  }
-
-
 def _gdn_from_flags() -> dict[str, Any]:
-  return bench_gdn(batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
-                   key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value, chunk_size=_CHUNK.value,
-                   dtype=_DTYPE.value, impl=_IMPL.value, warmup=_WARMUP.value,
-                   repeats=_REPEATS.value, state_pass=_GDN_STATE_PASS.value)
+  return gdn_benchmarks.benchmark(
+      batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, key_dim=_KEY_DIM.value,
+      value_dim=_VALUE_DIM.value, chunk_size=_CHUNK.value, dtype=_DTYPE.value,
+      impl=_IMPL.value, warmup=_WARMUP.value, repeats=_REPEATS.value,
+      state_pass=_GDN_STATE_PASS.value)
 
 
 BENCHMARKS["gdn"] = _gdn_from_flags
 
 def _bench_sdm() -> dict[str, Any]:
-  return bench_sdm.benchmark(
+  return sdm_benchmarks.benchmark(
       batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, slots=_SLOTS.value,
       value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
       chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
@@ -137,7 +80,7 @@ BENCHMARKS["sdm"] = _bench_sdm
 
 
 def _bench_sdm_layer() -> dict[str, Any]:
-  return bench_sdm.benchmark_layer(
+  return sdm_benchmarks.benchmark_layer(
       batch=_BATCH.value, seq_len=_SEQ_LEN.value, model_dim=_MODEL_DIM.value,
       heads=_HEADS.value, slots=_SLOTS.value, writes=_WRITES.value, reads=_READS.value,
       chunk_size=_CHUNK.value, dtype=_DTYPE.value, impl=_IMPL.value, error=_SDM_ERROR.value,
@@ -154,7 +97,7 @@ _TILINGS = flags.DEFINE_list(
 
 
 def _bench_sdm_tiling() -> dict[str, Any]:
-  return bench_sdm.benchmark_tilings(
+  return sdm_benchmarks.benchmark_tilings(
       tilings=_TILINGS.value, batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
       slots=_SLOTS.value, value_dim=_VALUE_DIM.value, writes=_WRITES.value,
       reads=_READS.value, chunk_size=_CHUNK.value, dtype=_DTYPE.value,
@@ -172,7 +115,7 @@ _TOPK_K = flags.DEFINE_list("topk_k", ["32", "64"], "Slots selected per row (top
 
 def _bench_topk() -> dict[str, Any]:
   ints = lambda values: [int(v) for v in values]  # noqa: E731
-  return bench_topk.benchmark(rows=ints(_TOPK_ROWS.value), sub_keys=ints(_TOPK_SUB_KEYS.value),
+  return topk_benchmarks.benchmark(rows=ints(_TOPK_ROWS.value), sub_keys=ints(_TOPK_SUB_KEYS.value),
                               ks=ints(_TOPK_K.value), dtype=_DTYPE.value,
                               warmup=_WARMUP.value, repeats=_REPEATS.value)
 

@@ -21,7 +21,8 @@ _DATA = flags.DEFINE_string("data", None, "Override data.path of every config.")
 # Any field may be named (each config checks its own when it is built), so the sections
 # start empty and accept new attributes.
 _OVERRIDES = cli.define_config(
-    config_flags.DEFINE_config_dict, "config", config_dict.ConfigDict({"model": {}, "train": {}, "data": {}}),
+    config_flags.DEFINE_config_dict, "config",
+    config_dict.ConfigDict({"model": {}, "train": {}, "data": {}}),
     "Overrides of every config: --config.model.d_model=64, --config.train.peak_lr=1e-3, ...",
     lock_config=False, accept_new_attributes=True)
 

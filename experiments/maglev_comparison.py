@@ -20,10 +20,10 @@ import jax
 import jax.numpy as jnp
 
 from experiments import comparison
-from experiments.benchmarking import time_call
 from maglev_jax.inference import fixed_point_memories, recurrent_memories
 from maglev_jax.model import Maglev, shift_memories
 from sdm_jax.data.batches import eval_batches
+from sdm_jax.evaluation.timing import time_call
 
 MODELS = ("swa", "slsl", "maglev", "maglev_shared")
 

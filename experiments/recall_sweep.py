@@ -23,12 +23,16 @@ little (M's key scoring grows with sqrt(N), G's recurrence with K). Every model 
 fresh MQAR batches (`sdm_jax.training.recall`) at seq_len with num_kv_pairs, then is
 scored on held-out examples at each of eval_seq_lens (same pairs: longer gaps) and
 eval_num_kv_pairs (at seq_len). `results.json` (rewritten after every model, so an
-interrupted sweep keeps what finished) and the PNG plots of `experiments.recall_plots` go
-to --output_dir. The last stdout line is the JSON of results.json. The
-library behind it is `experiments.recall_sweeping`.
+interrupted sweep keeps what finished) and the PNG plots of
+`sdm_jax.evaluation.recall_plots` go to --output_dir (`--replot=results.json` redraws them).
+The last stdout line is the JSON of results.json. The library behind it is
+`sdm_jax.evaluation.recall_sweep`.
 """
 
 from __future__ import annotations
+
+import json
+import os
 
 
 from absl import flags
@@ -37,21 +41,35 @@ from ml_collections import config_flags
 from experiments import cli
 from experiments import common
 from experiments import configs
-from experiments.recall_sweeping import run_sweep
+from sdm_jax.evaluation import recall_plots
+from sdm_jax.evaluation.recall_sweep import run_sweep
 from sdm_jax.training import records
 
 _CONFIG = cli.define_config(
-    config_flags.DEFINE_config_file, "config", default=configs.config_path("recall_sweep") + ":h200",
+    config_flags.DEFINE_config_file, "config",
+    default=configs.config_path("recall_sweep") + ":h200",
     help_string="Sweep settings: experiments/configs/recall_sweep.py:<preset> (h200 or "
     "smoke), each field overridable with --config.<field>=value.")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "experiments/results/recall_sweep",
                                   "results.json and the PNG plots go here.")
 _WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Checkpoints go to <root>/<model> "
                                     "(default: a new temporary directory).")
+_REPLOT = flags.DEFINE_string("replot", None, "Train nothing: redraw the plots next to this "
+                              "results.json and print its table.")
+
+
+def _replot(path: str) -> None:
+  with open(path) as f:
+    results = json.load(f)
+  written = recall_plots.write_plots(results, os.path.dirname(os.path.abspath(path)))
+  print(recall_plots.format_table(results))
+  print("wrote", ", ".join(written))
 
 
 def main(argv):
   del argv
+  if _REPLOT.value:
+    return _replot(_REPLOT.value)
   results = run_sweep(common.loaded_config(_CONFIG), output_dir=_OUTPUT_DIR.value,
                       workdir_root=_WORKDIR_ROOT.value)
   print(records.dumps(results))

@@ -46,7 +46,8 @@ def test_train_evaluate_generate_round_trip(run_cli, tmp_path, config, overrides
 
 
 def test_describe_prints_counts(run_cli):
-  result = last_json(run_cli("describe", "--config=experiments/configs/attn_tiny.py", "--context_len=1024"))
+  result = last_json(run_cli("describe", "--config=experiments/configs/attn_tiny.py",
+                             "--context_len=1024"))
   assert result["parameters"]["total"] > 0
   assert result["decode_state_bytes_per_sequence"]["total"] > 0
   assert result["flops_per_token"]["total"] > 0

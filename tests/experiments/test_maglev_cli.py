@@ -14,7 +14,8 @@ from maglev_jax.model import Maglev
 # maglev_tiny shrunk to seconds of CPU time (the comparison test trains the same model, so
 # its compiled functions come from the shared cache).
 TOY_FLAGS = [
-    "--config=experiments/configs/maglev_tiny.py", "--config.model.d_model=32", "--config.model.num_layers=1",
+    "--config=experiments/configs/maglev_tiny.py", "--config.model.d_model=32",
+    "--config.model.num_layers=1",
     "--config.model.prefiller_pattern=A", "--config.model.num_heads=2",
     "--config.model.window=8", "--config.model.max_seq_len=32",
     "--config.train.seq_len=32", "--config.train.batch_size=4", "--config.train.steps=2",

@@ -11,13 +11,13 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from experiments import benchmarking
+from sdm_jax.evaluation import timing
 from sdm_jax.ops import product_key_topk
 
 
 def _time(fn, args, warmup, repeats) -> float:
   jitted = jax.jit(fn)
-  return benchmarking.time_call(lambda: jitted(*args), warmup=warmup, repeats=repeats)[
+  return timing.time_call(lambda: jitted(*args), warmup=warmup, repeats=repeats)[
       "median_ms"]
 
 

@@ -1,16 +1,17 @@
-"""The "gdn" benchmark runs end to end at tiny shapes on CPU and reports what it promises."""
+"""The GDN op benchmark (`bench_ops --op=gdn`) runs at tiny shapes on CPU and reports what it
+promises."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-from experiments import bench_ops
+from sdm_jax.evaluation import gdn_benchmarks
 
 
-def test_bench_gdn_runs_at_tiny_shapes():
-  result = bench_ops.bench_gdn(batch=1, seq_len=10, heads=2, key_dim=4, value_dim=3,
-                               chunk_size=4, dtype=jnp.float32, impl="auto", warmup=1, repeats=2,
-                               state_pass="scan")
+def test_benchmark_runs_at_tiny_shapes():
+  result = gdn_benchmarks.benchmark(batch=1, seq_len=10, heads=2, key_dim=4, value_dim=3,
+                                    chunk_size=4, dtype=jnp.float32, impl="auto", warmup=1,
+                                    repeats=2, state_pass="scan")
   assert result["impl"] == "chunked" and result["state_pass"] == "scan"
   assert result["fwd_ms"] > 0 and result["fwd_bwd_ms"] > 0
   assert (result["batch"], result["seq_len"], result["heads"]) == (1, 10, 2)
@@ -19,8 +20,8 @@ def test_bench_gdn_runs_at_tiny_shapes():
 
 
 def test_gdn_inputs_follow_the_layer_conventions():
-  q, k, v, g, beta = bench_ops.make_gdn_inputs(0, batch=1, seq_len=6, heads=2, key_dim=4,
-                                               value_dim=3, dtype=jnp.bfloat16)
+  q, k, v, g, beta = gdn_benchmarks.make_inputs(0, batch=1, seq_len=6, heads=2, key_dim=4,
+                                                value_dim=3, dtype=jnp.bfloat16)
   assert q.shape == k.shape == (1, 6, 2, 4) and v.shape == (1, 6, 2, 3)
   assert g.shape == beta.shape == (1, 6, 2) and q.dtype == jnp.bfloat16
   q, k, g, beta = (np.asarray(x, np.float32) for x in (q, k, g, beta))

@@ -1,6 +1,6 @@
-"""Plots and the table of a recall sweep's results.json (`experiments.recall_sweep`).
+"""Plots and the table of a recall sweep's results.json (`recall_sweep`).
 
-  python -m experiments.recall_plots experiments/results/recall_sweep/results.json
+  python -m experiments.recall_sweep --replot=experiments/results/recall_sweep/results.json
 
 redraws the PNGs next to the JSON:
   accuracy_vs_state.png: accuracy at the training length against the swept layer's state
@@ -12,7 +12,6 @@ redraws the PNGs next to the JSON:
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 MIXER_NAMES = {"A": "full attention (SA)", "S": "sliding window (SS)",
@@ -101,18 +100,3 @@ def format_table(results: dict[str, Any]) -> str:
                  + " ".join(f"{p['accuracy']:>7.3f}" for p in r["by_num_kv_pairs"])
                  + f" {step_ms:>8}")
   return "\n".join(lines)
-
-
-def main(argv: list[str]) -> None:
-  import json  # pylint: disable=g-import-not-at-top
-  if len(argv) != 2:
-    raise SystemExit("usage: python -m experiments.recall_plots RESULTS.json")
-  with open(argv[1]) as f:
-    results = json.load(f)
-  written = write_plots(results, os.path.dirname(os.path.abspath(argv[1])))
-  print(format_table(results))
-  print("wrote", ", ".join(written))
-
-
-if __name__ == "__main__":
-  main(sys.argv)

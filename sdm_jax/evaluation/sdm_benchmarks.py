@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from experiments import benchmarking
+from sdm_jax.evaluation import timing
 from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_xla
 from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
@@ -56,12 +56,12 @@ def make_inputs(key, *, batch, seq_len, heads, slots, value_dim, writes, reads, 
 
 def _timed(fn, args, warmup, repeats, top_ops=0) -> dict[str, Any]:
   jitted = jax.jit(fn)
-  result = {"compiled_temp_bytes": benchmarking.compiled_temp_bytes(jitted, *args)}
-  timing = benchmarking.time_call(lambda: jitted(*args), warmup=warmup, repeats=repeats)
-  result["ms"] = timing["median_ms"]
-  result["peak_bytes"] = benchmarking.peak_memory_bytes()
+  result = {"compiled_temp_bytes": timing.compiled_temp_bytes(jitted, *args)}
+  measured = timing.time_call(lambda: jitted(*args), warmup=warmup, repeats=repeats)
+  result["ms"] = measured["median_ms"]
+  result["peak_bytes"] = timing.peak_memory_bytes()
   if top_ops:
-    result["top_ops"] = benchmarking.device_time_by_op(lambda: jitted(*args), top=top_ops)
+    result["top_ops"] = timing.device_time_by_op(lambda: jitted(*args), top=top_ops)
   return result
 
 
@@ -73,7 +73,7 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
 
   `peak_bytes` is the device's peak since start-up, so each stage's figure includes the
   stages before it (they run in the order listed). `top_ops` > 0 adds the forward's and
-  forward+backward's costliest device ops (`benchmarking.device_time_by_op`).
+  forward+backward's costliest device ops (`timing.device_time_by_op`).
   """
   dtype = jnp.dtype(dtype)
   table_dtype = jnp.dtype(table_dtype)
@@ -257,10 +257,10 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
     first = first or grads
     difference = max(float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-30))
                      for a, b in zip(grads, first))
-    timing = benchmarking.time_call(lambda: grad(inputs.memory, plan.coefs, plan.ids),
+    measured = timing.time_call(lambda: grad(inputs.memory, plan.coefs, plan.ids),
                                     warmup=warmup, repeats=repeats)
     results.append({"tiling": spec, **config._asdict(),
-                    "phase2_fwd_bwd_ms": timing["median_ms"],
+                    "phase2_fwd_bwd_ms": measured["median_ms"],
                     "max_rel_grad_difference": difference})
   return {"batch": batch, "seq_len": seq_len, "heads": heads, "slots": slots,
           "value_dim": value_dim, "writes": writes, "reads": reads, "chunk_size": chunk_size,

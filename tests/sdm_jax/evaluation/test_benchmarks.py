@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax
 import pytest
 
-from experiments import bench_sdm
-from experiments import bench_topk
+from sdm_jax.evaluation import sdm_benchmarks
+from sdm_jax.evaluation import topk_benchmarks
 
 TINY = dict(batch=1, seq_len=40, heads=1, slots=64, writes=4, reads=4, chunk_size=16,
             dtype="bfloat16", warmup=0, repeats=1)
@@ -14,7 +14,7 @@ TINY = dict(batch=1, seq_len=40, heads=1, slots=64, writes=4, reads=4, chunk_siz
 
 @pytest.mark.parametrize("impl,table_dtype", [("chunked", "float32"), ("pallas", "bfloat16")])
 def test_op_benchmark_times_both_phases(impl, table_dtype):
-  result = bench_sdm.benchmark(value_dim=16, impl=impl, table_dtype=table_dtype, **TINY)
+  result = sdm_benchmarks.benchmark(value_dim=16, impl=impl, table_dtype=table_dtype, **TINY)
   assert result["impl"] == impl and result["table_dtype"] == table_dtype
   assert result["table_bytes"] == 64 * 16 * (2 if table_dtype == "bfloat16" else 4)
   for key in ("fwd_ms", "fwd_bwd_ms", "phase1_fwd_ms", "phase2_fwd_ms", "phase1_fwd_bwd_ms",
@@ -23,7 +23,7 @@ def test_op_benchmark_times_both_phases(impl, table_dtype):
 
 
 def test_layer_benchmark_counts_every_parameter():
-  result = bench_sdm.benchmark_layer(model_dim=16, impl="auto", **TINY)
+  result = sdm_benchmarks.benchmark_layer(model_dim=16, impl="auto", **TINY)
   on_gpu = jax.default_backend() == "gpu"
   assert result["impl"] == ("pallas" if on_gpu else "chunked")
   assert result["table_dtype"] == ("bfloat16" if on_gpu else "float32")  # bf16 activations
@@ -35,7 +35,7 @@ def test_layer_benchmark_counts_every_parameter():
 
 
 def test_topk_benchmark_times_every_implementation():
-  result = bench_topk.benchmark(rows=[4], sub_keys=[8], ks=[4, 100], dtype="float32",
+  result = topk_benchmarks.benchmark(rows=[4], sub_keys=[8], ks=[4, 100], dtype="float32",
                                 warmup=0, repeats=1)
   (shape,) = result["results"]  # k = 100 > S * S = 64 is skipped
   assert (shape["rows"], shape["sub_keys"], shape["k"]) == (4, 8, 4)
@@ -45,7 +45,7 @@ def test_topk_benchmark_times_every_implementation():
 
 
 def test_tiling_benchmark_times_each_tiling_on_one_plan():
-  result = bench_sdm.benchmark_tilings(
+  result = sdm_benchmarks.benchmark_tilings(
       tilings=["default", "block_cols=16;row_tile=32"], value_dim=32,
       **{k: v for k, v in TINY.items() if k != "dtype"}, dtype="float32")
   first, second = result["results"]
@@ -55,8 +55,8 @@ def test_tiling_benchmark_times_each_tiling_on_one_plan():
 
 
 def test_tiling_specs_are_checked():
-  assert bench_sdm.parse_tiling("num_warps=8", 64).num_warps == 8
+  assert sdm_benchmarks.parse_tiling("num_warps=8", 64).num_warps == 8
   with pytest.raises(ValueError, match="field=int"):
-    bench_sdm.parse_tiling("warps=8", 64)
+    sdm_benchmarks.parse_tiling("warps=8", 64)
   with pytest.raises(ValueError, match="block_cols must divide"):
-    bench_sdm.parse_tiling("block_cols=64", 32)
+    sdm_benchmarks.parse_tiling("block_cols=64", 32)

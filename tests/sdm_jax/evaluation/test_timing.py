@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 import jax.numpy as jnp
 import pytest
 
-from experiments import benchmarking
+from sdm_jax.evaluation import timing
 
 
 def _event(op, ns, **stats):
@@ -22,22 +22,22 @@ def test_summarize_device_ops_sums_per_op_over_repeats():
       _event("gather_kernel", 1e6)])
   planes = [NS(name="/host:CPU", lines=[NS(name="python", events=[_event("host", 9e9)])]),
             NS(name="/device:GPU:0", lines=[stream])]
-  rows = benchmarking.summarize_device_ops(planes, repeats=2, top=5)
+  rows = timing.summarize_device_ops(planes, repeats=2, top=5)
   assert [row["op"] for row in rows] == ["scatter_kernel", "gather_kernel"]
   assert rows[0]["ms"] == pytest.approx(4.0) and rows[0]["count"] == 1
   assert rows[0]["share"] == pytest.approx(0.8)
   assert rows[0]["source"] == "jit(f)/scan/scatter"
-  assert benchmarking.summarize_device_ops(planes, repeats=2, top=1)[0]["ms"] == 4.0
+  assert timing.summarize_device_ops(planes, repeats=2, top=1)[0]["ms"] == 4.0
 
 
 def test_summarize_device_ops_prefers_the_xla_ops_line():
   ops = NS(name="XLA Ops", events=[_event("fusion.1", 2e6)])
   stream = NS(name="Stream #1", events=[_event("loop_fusion", 2e6)])
   planes = [NS(name="/device:GPU:0", lines=[stream, ops])]
-  assert [row["op"] for row in benchmarking.summarize_device_ops(
+  assert [row["op"] for row in timing.summarize_device_ops(
       planes, repeats=1, top=5)] == ["fusion.1"]
 
 
 def test_device_time_by_op_runs_on_any_backend():
-  rows = benchmarking.device_time_by_op(lambda: jnp.ones(8) * 2, repeats=1, top=3)
+  rows = timing.device_time_by_op(lambda: jnp.ones(8) * 2, repeats=1, top=3)
   assert isinstance(rows, list) and len(rows) <= 3

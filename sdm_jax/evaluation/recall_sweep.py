@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import jax
 
-from experiments import recall_plots
+from sdm_jax.evaluation import recall_plots
 from sdm_jax.data.recall_tasks import check_task
 from sdm_jax.models import describe
 from sdm_jax.models.config import LMConfig

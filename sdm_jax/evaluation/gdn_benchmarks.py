@@ -1,0 +1,69 @@
+"""Times the Gated DeltaNet op (`--op=gdn` of `experiments.bench_ops`): forward and
+forward+backward on inputs shaped as the GDN layer feeds them."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from sdm_jax.evaluation import timing
+from sdm_jax.ops import gated_delta
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "batch", "seq_len", "heads", "key_dim", "value_dim", "dtype"))
+def make_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
+  """(q, k, v, g, beta) as a GDN layer feeds them: unit-norm q and k, g < 0, beta in (0, 1)."""
+  # One draw, split along the last axis: a single RNG kernel to compile and run.
+  noise = jax.random.normal(jax.random.key(seed),
+                            (batch, seq_len, heads, 2 * key_dim + value_dim + 2))
+  q, k, v, g, beta = jnp.split(
+      noise, [key_dim, 2 * key_dim, 2 * key_dim + value_dim, 2 * key_dim + value_dim + 1],
+      axis=-1)
+
+  def unit(x):
+    return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+
+  q, k = unit(q), unit(k)
+  g = jax.nn.log_sigmoid(g[..., 0] + 3.0)
+  beta = jax.nn.sigmoid(beta[..., 0])
+  return tuple(x.astype(dtype) for x in (q, k, v, g, beta))
+
+
+def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
+              repeats, state_pass="scan") -> dict[str, Any]:
+  """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs)."""
+  resolved = gated_delta.resolve_impl(impl)
+  if resolved == "chunked":
+    def op(*inputs):
+      return gated_delta.gated_delta_rule_chunked(*inputs, chunk_size=chunk_size,
+                                                  state_pass=state_pass)
+  else:
+    def op(*inputs):
+      return gated_delta.gated_delta_rule(*inputs, chunk_size=chunk_size, impl=resolved)
+
+  def loss(*inputs):
+    return op(*inputs)[0].astype(jnp.float32).sum()
+
+  inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
+                           value_dim=value_dim, dtype=jnp.dtype(dtype))
+  forward = jax.jit(op)
+  forward_backward = jax.jit(jax.value_and_grad(loss, argnums=tuple(range(5))))
+  fwd = timing.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)
+  fwd_bwd = timing.time_call(lambda: forward_backward(*inputs), warmup=warmup,
+                             repeats=repeats)
+  return {
+      "impl": resolved,
+      "state_pass": state_pass if resolved == "chunked" else None,
+      "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
+      "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
+      "fwd_ms": fwd["median_ms"],
+      "fwd_bwd_ms": fwd_bwd["median_ms"],
+      "fwd_min_ms": fwd["min_ms"],
+      "fwd_bwd_min_ms": fwd_bwd["min_ms"],
+      "peak_bytes": timing.peak_memory_bytes(),
+      "fwd_bwd_temp_bytes": timing.compiled_temp_bytes(forward_backward, *inputs),
+  }
