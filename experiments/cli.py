@@ -11,13 +11,15 @@
 
 from __future__ import annotations
 
+import logging as std_logging
 import re
 import sys
+import threading
 from typing import Callable
+import warnings
 
 from absl import app
 from absl import flags
-
 from absl import logging
 
 from sdm_jax.training.loop import NonFiniteLossError
@@ -25,7 +27,9 @@ from sdm_jax.training.loop import NonFiniteLossError
 USAGE_ERROR = 2
 _VERBOSE = flags.DEFINE_boolean("verbose", False, "Full tracebacks on errors and library "
                                 "warnings on the console.")
-# Errors a user can fix from the command line or the file system.
+# Errors a user can fix from the command line or the file system (the checks raise
+# ValueError; ml_collections KeyError for unknown fields; missing files OSError). A bug
+# that raises one of these also shows as one line: --verbose gives its traceback.
 USER_ERRORS = (ValueError, KeyError, OSError)
 _EXCEPTION_LINE = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
 
@@ -103,8 +107,6 @@ def _quiet_libraries() -> None:
   if _VERBOSE.value or flags.FLAGS["verbosity"].present:
     return
   logging.set_verbosity(logging.ERROR)
-  import threading  # pylint: disable=g-import-not-at-top
-  import warnings  # pylint: disable=g-import-not-at-top
   warnings.filterwarnings("ignore")
   previous_excepthook, previous_thread_hook = sys.excepthook, threading.excepthook
 
@@ -122,7 +124,6 @@ def _quiet_libraries() -> None:
 
   sys.excepthook, threading.excepthook = excepthook, thread_hook
   sys.unraisablehook = unraisable_hook
-  import logging as std_logging  # pylint: disable=g-import-not-at-top
   # "exception was never retrieved" for those same reads.
   std_logging.getLogger("asyncio").setLevel(std_logging.CRITICAL)
 
