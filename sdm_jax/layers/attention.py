@@ -67,7 +67,8 @@ def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.
     scale: defaults to D ** -0.5.
 
   Returns:
-    [B, Tq, H, D] in q.dtype; scores and softmax in float32.
+    [B, Tq, H, D] in q.dtype; scores and softmax in float32, the weighted sum of v in v's
+    dtype with float32 accumulation.
   """
   chex.assert_rank([q, k, v], 4)
   chex.assert_equal_shape([k, v])
@@ -77,7 +78,10 @@ def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.
   scores = jnp.where(mask, scores, -jnp.inf)
   # A query with no visible key (cannot happen for valid positions) would give NaN; keep 0.
   weights = jnp.nan_to_num(jax.nn.softmax(scores, axis=-1))
-  out = jnp.einsum("bhqk,bkhd->bqhd", weights, v.astype(jnp.float32))
+  # The weights meet v in v's dtype, accumulated in float32 (as flash attention does):
+  # widening v instead would copy the whole value cache to float32 at every decode step.
+  out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(v.dtype), v,
+                   preferred_element_type=jnp.float32)
   return out.astype(q.dtype)
 
 

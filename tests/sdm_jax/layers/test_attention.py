@@ -83,3 +83,19 @@ def test_cudnn_matches_the_xla_path(window):
   chex.assert_trees_all_equal_shapes_and_dtypes(cudnn, xla)
   np.testing.assert_allclose(np.asarray(cudnn, np.float32), np.asarray(xla, np.float32),
                              rtol=2e-2, atol=2e-2)
+
+
+def test_decode_attention_does_not_widen_the_value_cache():
+  """One query against a long bf16 cache: nothing of the cache's size becomes float32 (a
+  float32 copy of the value cache per step is what made decode slow)."""
+  q = jnp.ones((2, 1, 4, 64), jnp.bfloat16)
+  cache = jnp.ones((2, 4096, 4, 64), jnp.bfloat16)
+  positions = jnp.zeros((2, 1), jnp.int32)
+  cache_positions = jnp.broadcast_to(jnp.arange(4096), (2, 4096))
+  jaxpr = jax.make_jaxpr(masked_attention)(q, cache, cache, positions, cache_positions)
+  widened = [eqn for eqn in jaxpr.jaxpr.eqns if eqn.primitive.name == "convert_element_type"
+             and eqn.outvars[0].aval.dtype == jnp.float32
+             and eqn.outvars[0].aval.size >= cache.size]
+  assert not widened, widened
+  out = masked_attention(q, cache, cache * 2, positions, cache_positions)
+  np.testing.assert_allclose(np.asarray(out, np.float32), 2.0)
