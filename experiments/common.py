@@ -21,13 +21,15 @@ from sdm_jax.training.config import DataConfig, TrainConfig
 DEFAULT_WORKDIR_ROOT = "workdirs"
 
 
-def define_config_flag(default: str) -> flags.FlagHolder:
+def define_config_flag(default: str, arg: str | None = None,
+                       help_string: str = "Experiment config file, e.g. "
+                       "experiments/configs/sdm_small.py.") -> flags.FlagHolder:
   """`--config=<file>.py[:arg]` (ml_collections' config file flag: the file's
-  `get_config(arg)`), defaulting to `experiments/configs/<default>.py`, with
-  `--config.<section>.<field>=value` overrides. Read it with `loaded_config`."""
-  return cli.define_config(
-      config_flags.DEFINE_config_file, "config", default=configs.config_path(default),
-      help_string="Experiment config file, e.g. experiments/configs/sdm_small.py.")
+  `get_config(arg)`), defaulting to `experiments/configs/<default>.py[:arg]`, with
+  `--config.<field>=value` overrides. Read it with `loaded_config`."""
+  path = configs.config_path(default) + (f":{arg}" if arg is not None else "")
+  return cli.define_config(config_flags.DEFINE_config_file, "config", default=path,
+                           help_string=help_string)
 
 
 def loaded_config(flag: flags.FlagHolder) -> config_dict.ConfigDict:

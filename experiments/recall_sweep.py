@@ -34,20 +34,16 @@ from __future__ import annotations
 import json
 import os
 
-
 from absl import flags
-from ml_collections import config_flags
 
 from experiments import cli
 from experiments import common
-from experiments import configs
 from sdm_jax.evaluation import recall_plots
 from sdm_jax.evaluation.recall_sweep import run_sweep
 from sdm_jax.training import records
 
-_CONFIG = cli.define_config(
-    config_flags.DEFINE_config_file, "config",
-    default=configs.config_path("recall_sweep") + ":h200",
+_CONFIG = common.define_config_flag(
+    "recall_sweep", arg="h200",
     help_string="Sweep settings: experiments/configs/recall_sweep.py:<preset> (h200 or "
     "smoke), each field overridable with --config.<field>=value.")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "experiments/results/recall_sweep",

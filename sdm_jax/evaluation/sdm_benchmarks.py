@@ -115,18 +115,22 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
   return result
 
 
-def _phase_timings(args, *, chunk_size, error, impl, warmup, repeats) -> dict[str, float]:
-  """Phase 1 (table-independent plan, all chunks at once) and phase 2 (scan over chunks)."""
+def _planner(args, *, chunk_size, error, impl):
+  """(canonical inputs, plan_fn): plan_fn(*inputs[1:]) is phase 1 as the op runs it for
+  `impl` ("chunked" or "pallas": the kernels' chunk length, not shortened)."""
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True)
-  num_slots = inputs.memory.shape[2]
   if impl == "pallas":
     chunk_size = chunk.kernel_chunk(chunk_size, inputs.v.shape[1])
-    scan = scan_pallas.scan_chunks
-  else:
-    scan = scan_xla.scan_chunks
-  plan_fn = lambda *token_arrays: chunk.plan_chunks(
-      *token_arrays, num_slots=num_slots, chunk_size=chunk_size, error=error,
+  plan_fn = lambda *token_arrays: chunk.plan_chunks(  # noqa: E731
+      *token_arrays, num_slots=inputs.memory.shape[2], chunk_size=chunk_size, error=error,
       shorten=impl != "pallas")
+  return inputs, plan_fn
+
+
+def _phase_timings(args, *, chunk_size, error, impl, warmup, repeats) -> dict[str, float]:
+  """Phase 1 (table-independent plan, all chunks at once) and phase 2 (scan over chunks)."""
+  inputs, plan_fn = _planner(args, chunk_size=chunk_size, error=error, impl=impl)
+  scan = scan_pallas.scan_chunks if impl == "pallas" else scan_xla.scan_chunks
   plan = jax.jit(plan_fn)(*inputs[1:])
   out_shape = jax.eval_shape(lambda m, p: scan(m, p, error=error), inputs.memory, plan)[0]
   out_cotangent = jax.random.normal(jax.random.PRNGKey(2), out_shape.shape, out_shape.dtype)
@@ -234,14 +238,10 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
   args = make_inputs(jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=heads,
                      slots=slots, value_dim=value_dim, writes=writes, reads=reads,
                      dtype=dtype, table_dtype=table_dtype)
-  inputs, _ = checks.canonicalize_inputs(*args, time_axis=True)
-  chunk_size = chunk.kernel_chunk(chunk_size, seq_len)
-  plan = jax.jit(lambda *token_arrays: chunk.plan_chunks(
-      *token_arrays, num_slots=slots, chunk_size=chunk_size, error="shared",
-      shorten=False))(*inputs[1:])
-  out_cotangent = jax.random.normal(jax.random.PRNGKey(2),
-                                    (batch, heads, plan.coefs.qk.shape[2], chunk_size,
-                                     value_dim))
+  inputs, plan_fn = _planner(args, chunk_size=chunk_size, error="shared", impl="pallas")
+  plan = jax.jit(plan_fn)(*inputs[1:])
+  out_cotangent = jax.random.normal(
+      jax.random.PRNGKey(2), (*plan.ids.write_pos.shape[:3], *plan.coefs.values.shape[-2:]))
   results, first = [], None
   for spec in tilings:
     config = parse_tiling(spec, value_dim)
@@ -258,10 +258,11 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
     difference = max(float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-30))
                      for a, b in zip(grads, first))
     measured = timing.time_call(lambda: grad(inputs.memory, plan.coefs, plan.ids),
-                                    warmup=warmup, repeats=repeats)
+                                warmup=warmup, repeats=repeats)
     results.append({"tiling": spec, **config._asdict(),
                     "phase2_fwd_bwd_ms": measured["median_ms"],
                     "max_rel_grad_difference": difference})
   return {"batch": batch, "seq_len": seq_len, "heads": heads, "slots": slots,
-          "value_dim": value_dim, "writes": writes, "reads": reads, "chunk_size": chunk_size,
+          "value_dim": value_dim, "writes": writes, "reads": reads,
+          "chunk_size": plan.coefs.values.shape[-2],  # the kernels' chunk length
           "dtype": dtype.name, "table_dtype": table_dtype.name, "results": results}

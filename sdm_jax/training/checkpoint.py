@@ -79,9 +79,9 @@ class Checkpointer:
     the same shapes, e.g. a freshly initialised one).
 
     With `step=None` the newest intact checkpoint: a damaged newer one is reported through
-    `warn` (one line naming it) and skipped; `restored_step` says which one was used and
-    `damaged_steps` lists the skipped ones. Raises FileNotFoundError without checkpoints and
-    DamagedCheckpointError when the requested (or every) checkpoint cannot be restored.
+    `warn` (one line naming it) and skipped; `damaged_steps` lists the skipped ones.
+    Raises FileNotFoundError without checkpoints and DamagedCheckpointError when the
+    requested (or every) checkpoint cannot be restored.
     """
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
     steps = self.all_steps()
@@ -93,25 +93,20 @@ class Checkpointer:
         raise DamagedCheckpointError(f"no checkpoint step {step} under {self.directory}; "
                                      f"steps there: {steps}")
       try:
-        state = self._restore_step(abstract, step)
+        return self._restore_step(abstract, step)
       except Exception as error:  # noqa: BLE001 - any failure means a damaged checkpoint
         intact = [s for s in steps if s != step and self._intact(abstract, s)]
         raise DamagedCheckpointError(
             f"checkpoint step {step} ({self._step_path(step)}) is damaged: "
             f"{_damage(self._step_path(step), error)}; intact steps: {intact or 'none'}"
         ) from None
-      self.restored_step = step
-      return state
     for candidate in reversed(steps):
       try:
-        state = self._restore_step(abstract, candidate)
+        return self._restore_step(abstract, candidate)
       except Exception as error:  # noqa: BLE001
         self.damaged_steps.append(candidate)
         warn(f"checkpoint step {candidate} ({self._step_path(candidate)}) is damaged "
              f"({_damage(self._step_path(candidate), error)}); trying an older one")
-        continue
-      self.restored_step = candidate
-      return state
     raise DamagedCheckpointError(f"every checkpoint under {self.directory} is damaged "
                                  f"(steps {steps})")
 
