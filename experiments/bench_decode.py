@@ -17,11 +17,10 @@ import statistics
 import time
 
 from absl import flags
-
-from experiments import cli
 import jax
 import jax.numpy as jnp
 
+from experiments import cli
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS
 from sdm_jax.training import records
@@ -114,7 +113,7 @@ def main(argv):
               f"(cache {result['cache_bytes_per_sequence'] / 2**20:,.1f} MiB/sequence)",
               flush=True)
   print(records.dumps({"device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
-                    "d_model": _D_MODEL.value, "results": results}))
+                       "d_model": _D_MODEL.value, "results": results}))
 
 
 if __name__ == "__main__":

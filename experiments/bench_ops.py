@@ -115,9 +115,9 @@ _TOPK_K = flags.DEFINE_list("topk_k", ["32", "64"], "Slots selected per row (top
 
 def _bench_topk() -> dict[str, Any]:
   ints = lambda values: [int(v) for v in values]  # noqa: E731
-  return topk_benchmarks.benchmark(rows=ints(_TOPK_ROWS.value), sub_keys=ints(_TOPK_SUB_KEYS.value),
-                              ks=ints(_TOPK_K.value), dtype=_DTYPE.value,
-                              warmup=_WARMUP.value, repeats=_REPEATS.value)
+  return topk_benchmarks.benchmark(
+      rows=ints(_TOPK_ROWS.value), sub_keys=ints(_TOPK_SUB_KEYS.value), ks=ints(_TOPK_K.value),
+      dtype=_DTYPE.value, warmup=_WARMUP.value, repeats=_REPEATS.value)
 
 
 BENCHMARKS["topk"] = _bench_topk

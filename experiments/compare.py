@@ -12,7 +12,6 @@ a table, then one JSON line with everything (also written to --summary_file if g
 
 from __future__ import annotations
 
-
 from absl import flags
 
 from experiments import cli

@@ -8,7 +8,6 @@ Prints one JSON object.
 
 from __future__ import annotations
 
-
 from absl import flags
 
 from experiments import cli

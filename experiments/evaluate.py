@@ -9,15 +9,14 @@ The last stdout line is a JSON object with `val_bpb`, `tokens` (targets scored) 
 
 from __future__ import annotations
 
-
 from absl import flags
 
 from experiments import cli
 from experiments import model_kinds
 from sdm_jax.data.corpus import load_corpus
+from sdm_jax.training import records
 from sdm_jax.training.config import DataConfig
 from sdm_jax.training.workdir import check_tokens_fit
-from sdm_jax.training import records
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by experiments.train.",
                                required=True)
@@ -43,8 +42,8 @@ def main(argv):
                             seq_len=saved["train"]["seq_len"], max_tokens=max_tokens)
   result = evaluate(params)
   print(records.dumps({"workdir": _WORKDIR.value, "step": step, "data": path or "embedded",
-                    "tokens": result.pop("val_tokens"), "bytes": result.pop("val_bytes"),
-                    **result}))
+                       "tokens": result.pop("val_tokens"), "bytes": result.pop("val_bytes"),
+                       **result}))
 
 
 if __name__ == "__main__":

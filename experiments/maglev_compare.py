@@ -9,7 +9,6 @@ Prints progress, a table, then one JSON line with everything.
 
 from __future__ import annotations
 
-
 from absl import flags
 
 from experiments import cli

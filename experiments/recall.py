@@ -37,11 +37,11 @@ from experiments import common
 from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS, check_task, task_options
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM
+from sdm_jax.training import records
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
                                      evaluation_variants, held_out_examples,
                                      recall_accuracy, train_recall)
-from sdm_jax.training import records
 from sdm_jax.training.workdir import (CONFIG_FILE, read_workdir_config, restore_params,
                                       write_workdir_config)
 

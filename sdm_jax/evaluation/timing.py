@@ -6,7 +6,9 @@ Timings are medians over repeated calls after warm-up, each call ended with
 
 from __future__ import annotations
 
+import glob
 import statistics
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -62,17 +64,13 @@ def device_time_by_op(fn: Callable[[], Any], *, repeats: int = 3, top: int = 20
   stack where the profiler records it. `fn` should be compiled and warm.
   Empty where the backend records no device ops (CPU records host threads only).
   """
-  import glob
-  import tempfile
-  from jax.profiler import ProfileData
-
   jax.block_until_ready(fn())
   with tempfile.TemporaryDirectory() as log_dir:
     with jax.profiler.trace(log_dir):
       for _ in range(repeats):
         jax.block_until_ready(fn())
     paths = glob.glob(f"{log_dir}/**/*.xplane.pb", recursive=True)
-    profile = ProfileData.from_file(paths[0]) if paths else None
+    profile = jax.profiler.ProfileData.from_file(paths[0]) if paths else None
   return summarize_device_ops(profile.planes if profile else (), repeats=repeats, top=top)
 
 

@@ -46,6 +46,7 @@ def _stop_requests() -> Iterator[list[str]]:
     return
 
   def request(signum, frame):
+    del frame
     name = signal.Signals(signum).name
     if signum == signal.SIGINT and requests:
       raise KeyboardInterrupt
