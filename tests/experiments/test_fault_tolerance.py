@@ -38,15 +38,21 @@ def checkpoint_steps(workdir):
                 if os.path.basename(p).isdigit())
 
 
-def wait_for_checkpoint(process, workdir, at_least, timeout=120):
+def wait_until(process, condition, what, timeout=120):
+  """Polls `condition()` while `process` runs; fails if it ends or times out first."""
   start = time.time()
   while time.time() - start < timeout:
     if process.poll() is not None:
-      raise AssertionError(f"run ended before checkpoint {at_least}: {process.stderr.read()}")
-    if any(step >= at_least for step in checkpoint_steps(workdir)):
+      raise AssertionError(f"run ended before {what}: {process.stderr.read()}")
+    if condition():
       return
     time.sleep(0.05)
-  raise AssertionError(f"no checkpoint {at_least} after {timeout} s")
+  raise AssertionError(f"no {what} after {timeout} s")
+
+
+def wait_for_checkpoint(process, workdir, at_least):
+  wait_until(process, lambda: any(step >= at_least for step in checkpoint_steps(workdir)),
+             f"checkpoint {at_least}")
 
 
 def assert_same_parameters(workdir_a, workdir_b):
@@ -185,10 +191,8 @@ def test_sigterm_stops_a_comparison_at_a_saved_step(start_cli, tmp_path, toy_cor
                       *config_overrides("model", TOY_LM_MODEL),
                       *config_overrides("train", TOY_LM_TRAIN))
   metrics = tmp_path / "gdn_tiny" / "metrics.jsonl"
-  start = time.time()
-  while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
-    assert process.poll() is None and time.time() - start < 120, process.stderr.read()
-    time.sleep(0.05)
+  wait_until(process, lambda: metrics.exists() and metrics.read_text().count("\n") >= 2,
+             "two logged steps")
   process.send_signal(signal.SIGTERM)
   stdout, stderr = process.communicate(timeout=120)
   assert process.returncode == 0, stderr[-2000:]
