@@ -9,6 +9,9 @@ sequence and head instead of a table per chunk.
 
 The table may be stored in a narrower dtype than the plan (bf16 rows, float32 plan): rows
 are widened when gathered and rounded once per chunk when scattered back, as the kernel does.
+The table's cotangent is stored like the table (in its dtype) between chunks and widened
+for each chunk's float32 arithmetic: a bf16 table has a bf16 cotangent, as a bf16 array
+has in any JAX program, and the backward moves half the bytes.
 """
 
 from __future__ import annotations
@@ -72,6 +75,21 @@ def _chunk_step(memory, ids: ChunkIds, coefs: ChunkCoefs, error):
   return _scatter_rows(memory, ids.slots, new_rows), out, written
 
 
+def _add_read_cotangents(d_memory, read_ids, d_read_rows):
+  """d_memory[read_ids[e]] += d_read_rows[e]; d_read_rows [E, Dv] in the plan's dtype.
+
+  A cotangent stored narrower than the plan (bf16) is summed per slot in the plan's dtype
+  first, so each row is rounded once per chunk (as the kernel does), not once per read.
+  """
+  if d_memory.dtype == d_read_rows.dtype:
+    return d_memory.at[read_ids].add(d_read_rows)
+  num_slots, num_reads = d_memory.shape[0], read_ids.shape[0]
+  slots, where = jnp.unique(read_ids, size=num_reads, fill_value=num_slots, return_inverse=True)
+  sums = jax.ops.segment_sum(d_read_rows, where.reshape(-1), num_segments=num_reads)
+  current = d_memory.at[slots].get(mode="fill", fill_value=0).astype(d_read_rows.dtype)
+  return d_memory.at[slots].set((current + sums).astype(d_memory.dtype), mode="drop")
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
 def _scan_sequence(memory, ids: ChunkIds, coefs: ChunkCoefs, error: str):
   """Phase 2 for one sequence and head: memory [N, Dv], plan [n_chunks, ...]."""
@@ -104,19 +122,18 @@ def _scan_sequence_bwd(error, residuals, cotangents):
     memory = _scatter_rows(memory, ids_c.slots, written)  # undo the chunk's writes
     rows = _gather_rows(memory, ids_c, dtype)
     _, chunk_vjp = jax.vjp(lambda r, c: _chunk_rows(r, ids_c, c, error), rows, coefs_c)
-    d_new_rows = d_memory.at[ids_c.slots].get(mode="fill", fill_value=0)
+    d_new_rows = d_memory.at[ids_c.slots].get(mode="fill", fill_value=0).astype(dtype)
     d_rows, d_coefs = chunk_vjp((d_out_c, d_new_rows))
     # The rows the chunk wrote reach its end only through f; read rows add on top.
     num_unique = ids_c.slots.shape[-1]
     d_memory = _scatter_rows(d_memory, ids_c.slots, d_rows[:num_unique])
-    d_memory = d_memory.at[ids_c.read_idx.reshape(-1)].add(d_rows[num_unique:])
+    d_memory = _add_read_cotangents(d_memory, ids_c.read_idx.reshape(-1), d_rows[num_unique:])
     return (memory, d_memory), d_coefs
 
-  # The table's cotangent accumulates in the plan's dtype even when rows are stored narrower.
   (_, d_memory), d_coefs = lax.scan(
-      step, (final_memory, d_final_memory.astype(dtype)), (ids, coefs, snapshots, d_out),
-      reverse=True)
-  return d_memory.astype(final_memory.dtype), None, d_coefs
+      step, (final_memory, d_final_memory.astype(final_memory.dtype)),
+      (ids, coefs, snapshots, d_out), reverse=True)
+  return d_memory, None, d_coefs
 
 
 _scan_sequence.defvjp(_scan_sequence_fwd, _scan_sequence_bwd)

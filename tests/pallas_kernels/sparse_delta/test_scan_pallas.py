@@ -147,7 +147,7 @@ def test_rejects_a_plan_of_the_other_error_form():
 @pytest.mark.parametrize("error,table_dtype", [
     ("shared", jnp.float32), ("shared", jnp.bfloat16), ("per_slot", jnp.float32)])
 def test_compiled_kernel_matches_xla_twin(error, table_dtype):
-  # C = 64, W = R = 16 (1024 entries: 8 tiles of 128), 8 chunks, 2 column slabs.
+  # C = 64, W = R = 16 (1024 entries: 16 row tiles of 64), 8 chunks, 2 column slabs.
   memory, plan = _plan(9, error=error, chunk_size=64, table_dtype=table_dtype,
                        shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
                        value_dim=128, writes=16, reads=16)
