@@ -85,8 +85,9 @@ class SparseDeltaMemory(RecurrentMixer):
     topk_impl: passed to `product_key_topk` ("auto", "xla" or "pallas").
     memory_dtype: storage dtype of the per-sequence table (and decode cache): "float32",
       "bfloat16", or None = bfloat16 on GPU when `dtype` is bfloat16 (what the authors
-      train with; the op widens rows and accumulates in float32), float32 otherwise. M0
-      stays a `param_dtype` parameter.
+      train with; the op widens rows and accumulates in float32, and keeps the table's
+      gradient in the same dtype between chunks), float32 otherwise. M0 stays a
+      `param_dtype` parameter.
   """
 
   model_dim: int
