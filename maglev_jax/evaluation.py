@@ -19,7 +19,8 @@ import numpy as np
 from maglev_jax.inference import recurrent_memories
 from maglev_jax.model import Maglev, Params, shift_memories
 from sdm_jax.data.batches import eval_batches
-from sdm_jax.metrics import evaluate_bpb
+from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
+from sdm_jax.metrics import evaluate_validation
 from sdm_jax.models.lm import cross_entropy
 
 MEMORY_SOURCES = ("teacher_forced", "recurrent", "memory_zeroed")
@@ -52,18 +53,31 @@ def maglev_nll_fn(model: Maglev, source: str) -> Callable[[Params, jax.Array, ja
 
 
 def maglev_evaluator(model: Maglev, val_tokens: np.ndarray, *, batch_size: int, seq_len: int,
-                     max_tokens: int | None) -> Callable[[Params], dict[str, Any]]:
+                     max_tokens: int | None,
+                     token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES
+                     ) -> Callable[[Params], dict[str, Any]]:
   """params -> {"val_bpb" (= bpb_recurrent), "bpb_<source>" for each source, "val_tokens",
-  "val_bytes"} on the first max_tokens validation targets."""
+  "val_bytes"} on the first max_tokens validation targets, with `token_bytes` [vocab]
+  bytes per id (the byte tokenizer's by default). With None (bytes unknown) the BPBs are
+  None, "loss_<source>" (mean nats per target) and "val_loss" (= loss_recurrent) stand in
+  and "val_bpb_unavailable" says why."""
   nll_fns = {source: maglev_nll_fn(model, source) for source in MEMORY_SOURCES}
 
   def evaluate(params: Params) -> dict[str, Any]:
-    result: dict[str, Any] = {}
+    bpbs, losses = {}, {}
     for source, nll in nll_fns.items():
-      scored = evaluate_bpb(functools.partial(nll, params),
-                            eval_batches(val_tokens, batch_size=batch_size, seq_len=seq_len,
-                                         max_tokens=max_tokens))
-      result[f"bpb_{source}"] = scored["val_bpb"]
-    return {"val_bpb": result["bpb_recurrent"], **result, "val_tokens": int(scored["tokens"]),
-            "val_bytes": int(scored["bytes"])}
+      scored = evaluate_validation(
+          functools.partial(nll, params),
+          eval_batches(val_tokens, batch_size=batch_size, seq_len=seq_len,
+                       max_tokens=max_tokens), token_bytes=token_bytes)
+      bpbs[f"bpb_{source}"] = scored["val_bpb"]
+      if "val_loss" in scored:
+        losses[f"loss_{source}"] = scored["val_loss"]
+    # Every source scores the same targets: the last one's counts are everyone's.
+    result = {"val_bpb": bpbs["bpb_recurrent"], **bpbs, "val_tokens": scored["val_tokens"],
+              "val_bytes": scored["val_bytes"]}
+    if losses:
+      result.update(val_loss=losses["loss_recurrent"], **losses,
+                    val_bpb_unavailable=scored["val_bpb_unavailable"])
+    return result
   return evaluate

@@ -19,6 +19,7 @@ import numpy as np
 from maglev_jax.config import MaglevConfig
 from maglev_jax.evaluation import maglev_evaluator
 from maglev_jax.model import Maglev, Params, shift_memories
+from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
 from sdm_jax.models.lm import cross_entropy
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.loop import fit, stream_batches
@@ -63,12 +64,14 @@ def maglev_loss_fn(model: Maglev) -> Callable[[Params, jax.Array],
 def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
                  train_tokens: np.ndarray, val_tokens: np.ndarray, workdir: str, *,
                  extra_config: dict[str, Any] | None = None,
+                 token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES,
                  log: Callable[[str], None] = print) -> dict[str, Any]:
   """Trains Maglev on a token stream; returns `fit`'s summary. config.json gets kind
   "maglev".
 
-  The summary holds the evaluation of `maglev_evaluator`: `val_bpb` (= `bpb_recurrent`),
-  `bpb_teacher_forced`, `bpb_recurrent`, `bpb_memory_zeroed`.
+  The summary holds the evaluation of `maglev_evaluator` (with `token_bytes`, as it takes
+  them): `val_bpb` (= `bpb_recurrent`), `bpb_teacher_forced`, `bpb_recurrent`,
+  `bpb_memory_zeroed`.
   """
   prepare_workdir(KIND, model_config, train_config, train_tokens, val_tokens, workdir,
                   extra_config)
@@ -79,7 +82,8 @@ def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
              evaluate=maglev_evaluator(model, val_tokens,
                                        batch_size=train_config.eval_batch_size,
                                        seq_len=train_config.seq_len,
-                                       max_tokens=train_config.eval_tokens),
+                                       max_tokens=train_config.eval_tokens,
+                                       token_bytes=token_bytes),
              draw_batch=stream_batches(train_tokens, train_config), config=train_config,
              workdir=workdir, log=log).summary
 

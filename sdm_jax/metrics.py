@@ -5,8 +5,9 @@ zero bytes (special tokens such as BOS) are left out of both sums, as are masked
 positions (the convention of nanochat's `loss_eval.evaluate_bpb`), so a model gains nothing
 from predicting document boundaries and scores stay comparable across tokenizers.
 
-Byte lengths come from the byte tokenizer unless a `token_bytes` table [vocab] is given
-(needed for pre-tokenised corpora with another tokenizer).
+Byte lengths come from a `token_bytes` table [vocab] (`sdm_jax.data.token_bytes`), the
+byte tokenizer's by default. Where no table is known (ids without a tokenizer),
+`evaluate_validation` reports the mean loss per token instead and says why.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from sdm_jax.data.tokenizer import token_byte_lengths
+from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
+
+# Why an evaluation without a token_bytes table reports no bits per byte.
+BPB_UNAVAILABLE = ("bits per byte need the bytes of every token id: the data has no "
+                   "tokenizer (data.tokenizer='none') and no table (data.token_bytes)")
+# Tokens per chunk when counting a large (memory-mapped) stream, to bound memory.
+_COUNT_CHUNK = 1 << 24
 
 
 def bits_per_byte(total_nats: float, total_bytes: int) -> float:
@@ -26,10 +33,8 @@ def bits_per_byte(total_nats: float, total_bytes: int) -> float:
   return float(total_nats) / (math.log(2.0) * float(total_bytes))
 
 
-def _target_bytes(targets: np.ndarray, token_bytes: np.ndarray | None) -> np.ndarray:
+def _target_bytes(targets: np.ndarray, token_bytes: np.ndarray) -> np.ndarray:
   """Bytes per target id, same shape as `targets`, as int64."""
-  if token_bytes is None:
-    return token_byte_lengths(targets).astype(np.int64)
   token_bytes = np.asarray(token_bytes)
   if token_bytes.ndim != 1:
     raise ValueError(f"token_bytes must be 1-D [vocab], got shape {token_bytes.shape}")
@@ -40,51 +45,52 @@ def _target_bytes(targets: np.ndarray, token_bytes: np.ndarray | None) -> np.nda
   return token_bytes[targets].astype(np.int64)
 
 
+def _check_ids(name: str, tokens: np.ndarray, vocab_size: int) -> None:
+  if not np.issubdtype(tokens.dtype, np.integer):
+    raise ValueError(f"{name} must hold integer ids, got dtype {tokens.dtype}")
+  if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab_size):
+    raise ValueError(
+        f"{name} must lie in [0, {vocab_size}) (vocab_size), got values in "
+        f"[{tokens.min()}, {tokens.max()}]")
+
+
 def unigram_bits_per_byte(train_tokens: np.ndarray, val_tokens: np.ndarray,
                           vocab_size: int, *,
-                          token_bytes: np.ndarray | None = None) -> float:
+                          token_bytes: np.ndarray = BYTE_TOKEN_BYTES) -> float:
   """BPB on `val_tokens[1:]` of an add-one-smoothed unigram model fitted on `train_tokens`.
 
   p(v) = (count_train(v) + 1) / (len(train_tokens) + vocab_size) for v < vocab_size;
   the targets are scored with the byte convention of this module. A trained model that
-  does not beat this baseline has learnt nothing beyond byte frequencies.
+  does not beat this baseline has learnt nothing beyond token frequencies. Streams are
+  read in chunks, so memory-mapped corpora larger than RAM work.
   """
   if vocab_size < 1:
     raise ValueError(f"vocab_size must be >= 1, got {vocab_size}")
   train_tokens = np.asarray(train_tokens).reshape(-1)
   val_tokens = np.asarray(val_tokens).reshape(-1)
-  for name, tokens in (("train_tokens", train_tokens), ("val_tokens", val_tokens)):
-    if not np.issubdtype(tokens.dtype, np.integer):
-      raise ValueError(f"{name} must hold integer ids, got dtype {tokens.dtype}")
-    if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab_size):
-      raise ValueError(
-          f"{name} must lie in [0, {vocab_size}) (vocab_size), got values in "
-          f"[{tokens.min()}, {tokens.max()}]")
-  counts = np.bincount(train_tokens, minlength=vocab_size).astype(np.float64) + 1.0
+  counts = np.ones(vocab_size, dtype=np.float64)
+  for start in range(0, train_tokens.size, _COUNT_CHUNK):
+    chunk = np.asarray(train_tokens[start:start + _COUNT_CHUNK])
+    _check_ids("train_tokens", chunk, vocab_size)
+    counts += np.bincount(chunk, minlength=vocab_size)
   log_probs = np.log(counts) - np.log(counts.sum())
-  targets = val_tokens[1:]
-  target_bytes = _target_bytes(targets, token_bytes)
-  scored = target_bytes > 0
-  total_nats = -float(log_probs[targets[scored]].sum())
-  return bits_per_byte(total_nats, int(target_bytes.sum()))
+  total_nats, total_bytes = 0.0, 0
+  for start in range(1, val_tokens.size, _COUNT_CHUNK):
+    targets = np.asarray(val_tokens[start:start + _COUNT_CHUNK])
+    _check_ids("val_tokens", targets, vocab_size)
+    target_bytes = _target_bytes(targets, token_bytes)
+    total_nats -= float(log_probs[targets[target_bytes > 0]].sum())
+    total_bytes += int(target_bytes.sum())
+  if val_tokens.size:
+    _check_ids("val_tokens", val_tokens[:1], vocab_size)
+  return bits_per_byte(total_nats, total_bytes)
 
 
-def evaluate_bpb(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
-                 batches: Iterable[Mapping[str, np.ndarray]], *,
-                 token_bytes: np.ndarray | None = None) -> dict[str, float | int]:
-  """Bits per byte of a model over evaluation batches.
-
-  Args:
-    nll_fn: (inputs [b, T] int32, targets [b, T] int32) -> per-position nats [b, T]
-      (numpy or jax; typically a jitted model call).
-    batches: dicts with "inputs", "targets" and "mask" [b, T] (1 scored, 0 padding), as
-      `eval_batches` yields.
-    token_bytes: optional [vocab] bytes per token id; default: the byte tokenizer's.
-
-  Returns:
-    {"val_bpb": float, "tokens": targets scored, "bytes": their bytes,
-     "nats": their summed nats}; sums are accumulated in float64 on the host.
-  """
+def _scored_sums(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
+                 batches: Iterable[Mapping[str, np.ndarray]],
+                 token_bytes: np.ndarray | None) -> tuple[float, int, int]:
+  """(nats, bytes, tokens) summed in float64 / int over the scored targets: the unmasked
+  ones, and with a table only those of one byte or more (bytes is 0 without one)."""
   total_nats = 0.0
   total_bytes = 0
   total_tokens = 0
@@ -99,12 +105,36 @@ def evaluate_bpb(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
       raise ValueError(
           f"nll_fn must return per-position nats of shape {targets.shape} (targets), got "
           f"{nats.shape}")
-    target_bytes = _target_bytes(targets, token_bytes) * (mask > 0)
-    scored = target_bytes > 0
+    scored = mask > 0
+    if token_bytes is not None:
+      target_bytes = _target_bytes(targets, token_bytes) * scored
+      scored = target_bytes > 0
+      total_bytes += int(target_bytes.sum())
     # Select rather than multiply, so padded positions with inf/nan loss cannot leak in.
     total_nats += float(nats[scored].sum())
-    total_bytes += int(target_bytes.sum())
     total_tokens += int(scored.sum())
+  return total_nats, total_bytes, total_tokens
+
+
+def evaluate_bpb(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
+                 batches: Iterable[Mapping[str, np.ndarray]], *,
+                 token_bytes: np.ndarray = BYTE_TOKEN_BYTES) -> dict[str, float | int]:
+  """Bits per byte of a model over evaluation batches.
+
+  Args:
+    nll_fn: (inputs [b, T] int32, targets [b, T] int32) -> per-position nats [b, T]
+      (numpy or jax; typically a jitted model call).
+    batches: dicts with "inputs", "targets" and "mask" [b, T] (1 scored, 0 padding), as
+      `eval_batches` yields.
+    token_bytes: [vocab] bytes per token id; default: the byte tokenizer's.
+
+  Returns:
+    {"val_bpb": float, "tokens": targets scored, "bytes": their bytes,
+     "nats": their summed nats}; sums are accumulated in float64 on the host.
+  """
+  if token_bytes is None:
+    raise ValueError("token_bytes must be a [vocab] table of bytes per token id, got None")
+  total_nats, total_bytes, total_tokens = _scored_sums(nll_fn, batches, token_bytes)
   if total_bytes == 0:
     raise ValueError("batches contain no scored targets (all masked or zero-byte)")
   return {
@@ -113,3 +143,32 @@ def evaluate_bpb(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
       "bytes": total_bytes,
       "nats": total_nats,
   }
+
+
+def evaluate_loss(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
+                  batches: Iterable[Mapping[str, np.ndarray]]) -> dict[str, float | int]:
+  """Mean nats per unmasked target: {"val_loss", "tokens", "nats"} (as `evaluate_bpb`,
+  for ids whose bytes are unknown)."""
+  total_nats, _, total_tokens = _scored_sums(nll_fn, batches, None)
+  if total_tokens == 0:
+    raise ValueError("batches contain no scored targets (all masked)")
+  return {"val_loss": total_nats / total_tokens, "tokens": total_tokens, "nats": total_nats}
+
+
+def evaluate_validation(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
+                        batches: Iterable[Mapping[str, np.ndarray]], *,
+                        token_bytes: np.ndarray | None) -> dict[str, Any]:
+  """What a training run reports on its validation split.
+
+  With a `token_bytes` table: {"val_bpb", "val_tokens", "val_bytes"} (`evaluate_bpb`).
+  With None (bytes unknown): {"val_bpb": None, "val_bpb_unavailable": BPB_UNAVAILABLE,
+  "val_loss": mean nats per target, "val_tokens", "val_bytes": None}.
+  """
+  if token_bytes is None:
+    result = evaluate_loss(nll_fn, batches)
+    return {"val_bpb": None, "val_bpb_unavailable": BPB_UNAVAILABLE,
+            "val_loss": result["val_loss"], "val_tokens": int(result["tokens"]),
+            "val_bytes": None}
+  result = evaluate_bpb(nll_fn, batches, token_bytes=token_bytes)
+  return {"val_bpb": result["val_bpb"], "val_tokens": int(result["tokens"]),
+          "val_bytes": int(result["bytes"])}

@@ -9,7 +9,9 @@ from typing import Iterator
 
 import numpy as np
 
-from sdm_jax.data.tokenizer import PAD_ID
+# Fills positions past the end of a stream. Every vocabulary has id 0; an id past a
+# model's vocabulary would embed as NaN, which masked attention weights (0 * NaN) spread.
+PAD_FILL = 0
 
 
 def _check_positive(name: str, value: int) -> None:
@@ -69,8 +71,9 @@ def eval_batches(tokens: np.ndarray, *, batch_size: int, seq_len: int,
 
   Window i holds inputs `tokens[i*T : i*T + T]` and targets `tokens[i*T + 1 : i*T + T + 1]`
   (T = seq_len, stride T), so targets are `tokens[1:]` in order. Positions past the end
-  of the stream hold PAD_ID with mask 0; the last batch is filled up to `batch_size` with
-  all-PAD, all-masked rows so a jitted model sees one shape.
+  of the stream hold PAD_FILL (id 0) with mask 0: the mask, not the id, marks them. The
+  last batch is filled up to `batch_size` with all-masked rows so a jitted model sees
+  one shape.
 
   Args:
     tokens: 1-D integer stream [n], n >= 2.
@@ -100,8 +103,8 @@ def _generate_eval_batches(tokens: np.ndarray, batch_size: int, seq_len: int,
   # Token num_targets is the last target; reading past it would score more than asked.
   stream_end = num_targets + 1
   for first_window in range(0, num_windows, batch_size):
-    inputs = np.full((batch_size, seq_len), PAD_ID, dtype=np.int32)
-    targets = np.full((batch_size, seq_len), PAD_ID, dtype=np.int32)
+    inputs = np.full((batch_size, seq_len), PAD_FILL, dtype=np.int32)
+    targets = np.full((batch_size, seq_len), PAD_FILL, dtype=np.int32)
     mask = np.zeros((batch_size, seq_len), dtype=np.float32)
     for row, window in enumerate(range(first_window, min(first_window + batch_size,
                                                          num_windows))):

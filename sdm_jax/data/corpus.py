@@ -10,7 +10,12 @@ its UTF-8 bytes (byte tokenizer). Sources:
   assigned to train or validation by a hash of its relative path (`split_of`);
 - pre-tokenised ids: a `.npy` file holding a 1-D uint16/uint32 array, or a raw
   little-endian `.u16.bin` / `.u32.bin` file, split by tokens (the last `val_fraction`
-  is validation). These are memory-mapped, so corpora larger than RAM work.
+  is validation);
+- a pre-split directory (nanoGPT's layout): a directory holding `train.bin` and
+  `val.bin`, raw little-endian ids of `token_dtype` (uint16 by default), used as the
+  two splits as they are (`val_fraction` does not apply).
+
+Token files are memory-mapped, so corpora larger than RAM work.
 """
 
 from __future__ import annotations
@@ -32,8 +37,12 @@ SPLITS = ("train", "val")
 _THIRD_PARTY_DIRS = frozenset({"site-packages", "dist-packages"})
 # A NUL byte this early marks a file as binary (the heuristic `grep` and git use).
 _BINARY_SNIFF_BYTES = 8192
-_RAW_TOKEN_SUFFIXES = {".u16.bin": np.dtype("<u2"), ".u32.bin": np.dtype("<u4")}
+# Raw token files hold little-endian ids of one of these dtypes.
+TOKEN_DTYPES = {"uint16": np.dtype("<u2"), "uint32": np.dtype("<u4")}
+_RAW_TOKEN_SUFFIXES = {".u16.bin": TOKEN_DTYPES["uint16"], ".u32.bin": TOKEN_DTYPES["uint32"]}
 _NPY_DTYPES = (np.dtype(np.uint16), np.dtype(np.uint32))
+# The files of a pre-split directory, by split (nanoGPT's names).
+SPLIT_FILES = {"train": "train.bin", "val": "val.bin"}
 
 
 def stdlib_root() -> pathlib.Path:
@@ -83,7 +92,8 @@ def load_corpus(path: str | os.PathLike | None = None,
                 split: str,
                 val_fraction: float = 0.05,
                 max_bytes: int | None = None,
-                vocab_size: int = VOCAB_SIZE) -> np.ndarray:
+                vocab_size: int | None = VOCAB_SIZE,
+                token_dtype: str = "uint16") -> np.ndarray:
   """One split of a corpus as a 1-D token stream [n].
 
   Text sources give uint16 ids with each document as `BOS_ID` + bytes; empty documents
@@ -91,16 +101,19 @@ def load_corpus(path: str | os.PathLike | None = None,
   read-only memory-mapped view.
 
   Args:
-    path: None for the standard library, else a text file, a directory, a `.npy` file
-      or a `.u16.bin` / `.u32.bin` file (see the module docstring).
+    path: None for the standard library, else a text file, a directory of text files, a
+      pre-split directory (`train.bin`, `val.bin`), a `.npy` file or a `.u16.bin` /
+      `.u32.bin` file (see the module docstring).
     split: "train" or "val".
-    val_fraction: share of the corpus in "val", in (0, 1).
+    val_fraction: share of the corpus in "val", in (0, 1) (unused by a pre-split
+      directory).
     max_bytes: if given, deliberately truncates the split for quick runs: text sources
       keep only the first `max_bytes` content bytes of the split (in file order; BOS
       tokens not counted), pre-tokenised sources the first `max_bytes // itemsize`
       tokens. None reads the whole split.
     vocab_size: model vocabulary; every id must be < vocab_size (text needs
-      vocab_size >= VOCAB_SIZE).
+      vocab_size >= VOCAB_SIZE). None skips the check (the caller checks the ids).
+    token_dtype: dtype of the ids in a pre-split directory's files, one of TOKEN_DTYPES.
 
   Raises:
     ValueError: on a missing path, an unusable or empty source, an empty split, ids
@@ -113,14 +126,18 @@ def load_corpus(path: str | os.PathLike | None = None,
                                 not isinstance(max_bytes, (int, np.integer)) or
                                 max_bytes < 1):
     raise ValueError(f"max_bytes must be None or an int >= 1, got {max_bytes!r}")
-  if vocab_size < 1:
-    raise ValueError(f"vocab_size must be >= 1, got {vocab_size}")
+  if vocab_size is not None and vocab_size < 1:
+    raise ValueError(f"vocab_size must be None or >= 1, got {vocab_size}")
+  if token_dtype not in TOKEN_DTYPES:
+    raise ValueError(f"token_dtype must be one of {sorted(TOKEN_DTYPES)}, got {token_dtype!r}")
 
   if path is None:
     return _load_stdlib(split, val_fraction, max_bytes, vocab_size)
   path = pathlib.Path(path)
   if not path.exists():
     raise ValueError(f"corpus path {str(path)!r} does not exist")
+  if is_split_directory(path):
+    return _load_split_file(path, split, max_bytes, vocab_size, TOKEN_DTYPES[token_dtype])
   if path.is_dir():
     return _load_directory(path, split, val_fraction, max_bytes, vocab_size)
   if not path.is_file():
@@ -135,8 +152,23 @@ def _check_val_fraction(val_fraction: float) -> None:
     raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
 
 
-def _check_text_vocab(vocab_size: int) -> None:
-  if vocab_size < VOCAB_SIZE:
+def holds_token_ids(path: str | os.PathLike | None) -> bool:
+  """Whether `load_corpus(path)` reads pre-tokenised ids (a `.npy` / `.bin` file or a
+  pre-split directory) rather than text it tokenises into bytes."""
+  if path is None:
+    return False
+  path = pathlib.Path(path)
+  return is_split_directory(path) or (path.is_file() and path.suffix in (".npy", ".bin"))
+
+
+def is_split_directory(path: pathlib.Path) -> bool:
+  """Whether `path` is a pre-split directory: one holding `train.bin` or `val.bin` (a
+  directory with only one of them is an error when loaded)."""
+  return path.is_dir() and any((path / name).is_file() for name in SPLIT_FILES.values())
+
+
+def _check_text_vocab(vocab_size: int | None) -> None:
+  if vocab_size is not None and vocab_size < VOCAB_SIZE:
     raise ValueError(
         f"vocab_size must be >= {VOCAB_SIZE} (256 bytes + BOS/EOS/PAD) for text corpora, "
         f"got {vocab_size}")
@@ -259,7 +291,7 @@ def _load_text_file(path: pathlib.Path, split: Split, val_fraction: float,
       raise ValueError(
           f"file {str(path)!r} looks binary (a NUL byte in its first "
           f"{_BINARY_SNIFF_BYTES} bytes); pre-tokenised ids must be a .npy, .u16.bin or "
-          f".u32.bin file")
+          f".u32.bin file, or train.bin and val.bin in one directory")
     start, stop = _split_bounds(size, split, val_fraction, "bytes", path)
     if max_bytes is not None:
       stop = min(stop, start + max_bytes)
@@ -285,24 +317,48 @@ def _open_token_file(path: pathlib.Path) -> np.ndarray:
   if raw_suffix not in _RAW_TOKEN_SUFFIXES:
     raise ValueError(
         f"raw token file {str(path)!r} must end in one of "
-        f"{sorted(_RAW_TOKEN_SUFFIXES)} to give its dtype")
-  dtype = _RAW_TOKEN_SUFFIXES[raw_suffix]
+        f"{sorted(_RAW_TOKEN_SUFFIXES)} to give its dtype; for nanoGPT's train.bin and "
+        f"val.bin, give their directory (its data.token_dtype is uint16 unless set)")
+  return _open_raw(path, _RAW_TOKEN_SUFFIXES[raw_suffix])
+
+
+def _open_raw(path: pathlib.Path, dtype: np.dtype) -> np.ndarray:
+  """Memory-mapped 1-D ids of a raw little-endian file of `dtype`."""
   size = path.stat().st_size
   if size % dtype.itemsize:
     raise ValueError(
         f"raw token file {str(path)!r} has {size} bytes, not a multiple of "
-        f"{dtype.itemsize} ({raw_suffix})")
+        f"{dtype.itemsize} ({dtype.name} ids)")
   if size == 0:
     return np.zeros(0, dtype=dtype)
   return np.memmap(path, dtype=dtype, mode="r")
 
 
 def _load_token_file(path: pathlib.Path, split: Split, val_fraction: float,
-                     max_bytes: int | None, vocab_size: int) -> np.ndarray:
+                     max_bytes: int | None, vocab_size: int | None) -> np.ndarray:
   tokens = _open_token_file(path)
   if tokens.size == 0:
     raise ValueError(f"token file {str(path)!r} is empty")
   start, stop = _split_bounds(tokens.size, split, val_fraction, "tokens", path)
+  return _checked_tokens(tokens, start, stop, max_bytes, vocab_size, split, path)
+
+
+def _load_split_file(root: pathlib.Path, split: Split, max_bytes: int | None,
+                     vocab_size: int | None, dtype: np.dtype) -> np.ndarray:
+  path = root / SPLIT_FILES[split]
+  if not path.is_file():
+    raise ValueError(
+        f"directory {str(root)!r} holds no {SPLIT_FILES[split]}: a pre-split directory "
+        f"needs both {' and '.join(SPLIT_FILES.values())}")
+  tokens = _open_raw(path, dtype)
+  if tokens.size == 0:
+    raise ValueError(f"token file {str(path)!r} is empty")
+  return _checked_tokens(tokens, 0, tokens.size, max_bytes, vocab_size, split, path)
+
+
+def _checked_tokens(tokens: np.ndarray, start: int, stop: int, max_bytes: int | None,
+                    vocab_size: int | None, split: Split, path: pathlib.Path) -> np.ndarray:
+  """tokens[start:stop], cut to `max_bytes`, with its ids checked against `vocab_size`."""
   if max_bytes is not None:
     max_tokens = max_bytes // tokens.dtype.itemsize
     if max_tokens < 1:
@@ -310,9 +366,10 @@ def _load_token_file(path: pathlib.Path, split: Split, val_fraction: float,
           f"max_bytes={max_bytes} is less than one {tokens.dtype} token of {str(path)!r}")
     stop = min(stop, start + max_tokens)
   tokens = tokens[start:stop]
-  max_id = int(tokens.max())
-  if max_id >= vocab_size:
-    raise ValueError(
-        f"token file {str(path)!r} holds id {max_id} in split {split!r}, but vocab_size is "
-        f"{vocab_size}; ids must be < vocab_size")
+  if vocab_size is not None:
+    max_id = int(tokens.max())
+    if max_id >= vocab_size:
+      raise ValueError(
+          f"token file {str(path)!r} holds id {max_id} in split {split!r}, but vocab_size is "
+          f"{vocab_size}; ids must be < vocab_size")
   return tokens

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from sdm_jax.data.corpus import TOKEN_DTYPES
+
 
 def _from_dict(cls, values: dict[str, Any]):
   known = {f.name for f in dataclasses.fields(cls)}
@@ -71,21 +73,44 @@ class TrainConfig:
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-  """Where the tokens come from.
+  """Where the tokens come from, and what their ids stand for.
 
   Attributes:
     path: None for the embedded corpus (Python standard-library sources), else a text
-      file, a directory of text files, or a pre-tokenised .npy / .u16.bin / .u32.bin file.
-    val_fraction: share of documents (or of a single file) held out for validation.
+      file, a directory of text files, a pre-tokenised .npy / .u16.bin / .u32.bin file, or
+      a directory holding train.bin and val.bin (nanoGPT's layout; its own split).
+    val_fraction: share of documents (or of a single file) held out for validation (not
+      used by a train.bin/val.bin directory).
     max_train_bytes: read at most this much training text (None: all), for quick runs.
+    token_dtype: dtype of the ids in train.bin/val.bin: "uint16" or "uint32".
+    tokenizer: what the ids are: "byte" (text is read with the byte tokenizer), "none"
+      (pre-tokenised ids without a tokenizer: samples print as ids) or a tiktoken encoding
+      ("gpt2", ...; optional dependency) that decodes samples and gives token_bytes.
+    token_bytes: a .npy table [vocab] of the bytes each id stands for, used for bits per
+      byte (None: the tokenizer's; without either, BPB is not reported).
   """
 
   path: str | None = None
   val_fraction: float = 0.05
   max_train_bytes: int | None = None
+  token_dtype: str = "uint16"
+  tokenizer: str = "byte"
+  token_bytes: str | None = None
 
   def __post_init__(self):
     if not 0 < self.val_fraction < 1:
       raise ValueError(f"DataConfig.val_fraction must be in (0, 1), got {self.val_fraction}")
+    if self.max_train_bytes is not None and self.max_train_bytes < 1:
+      raise ValueError(f"DataConfig.max_train_bytes must be >= 1 or None, got "
+                       f"{self.max_train_bytes}")
+    if self.token_dtype not in TOKEN_DTYPES:
+      raise ValueError(f"DataConfig.token_dtype must be one of {sorted(TOKEN_DTYPES)}, got "
+                       f"{self.token_dtype!r}")
+    if not isinstance(self.tokenizer, str) or not self.tokenizer:
+      raise ValueError(f"DataConfig.tokenizer must be 'byte', 'none' or a tiktoken encoding "
+                       f"name, got {self.tokenizer!r}")
+    if self.token_bytes is not None and not str(self.token_bytes).endswith(".npy"):
+      raise ValueError(f"DataConfig.token_bytes must be a .npy file or None, got "
+                       f"{self.token_bytes!r}")
 
   from_dict = classmethod(_from_dict)

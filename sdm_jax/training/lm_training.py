@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sdm_jax.data.batches import eval_batches
-from sdm_jax.metrics import evaluate_bpb
+from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
+from sdm_jax.metrics import evaluate_validation
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM, cross_entropy
 from sdm_jax.training.config import TrainConfig
@@ -32,26 +33,30 @@ def lm_nll_fn(model: LM) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
 
 
 def lm_evaluator(model: LM, val_tokens: np.ndarray, *, batch_size: int, seq_len: int,
-                 max_tokens: int | None) -> Callable[[Any], dict[str, float]]:
-  """params -> {"val_bpb", "val_tokens", "val_bytes"} on the first max_tokens validation
-  targets."""
+                 max_tokens: int | None,
+                 token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES
+                 ) -> Callable[[Any], dict[str, Any]]:
+  """params -> `metrics.evaluate_validation` on the first max_tokens validation targets:
+  {"val_bpb", "val_tokens", "val_bytes"}, with `token_bytes` [vocab] giving the bytes per
+  id (the byte tokenizer's by default); None when they are unknown (no BPB; "val_loss"
+  and the reason instead)."""
   nll = lm_nll_fn(model)
 
-  def evaluate(params) -> dict[str, float]:
-    result = evaluate_bpb(lambda inputs, targets: nll(params, inputs, targets),
-                          eval_batches(val_tokens, batch_size=batch_size, seq_len=seq_len,
-                                       max_tokens=max_tokens))
-    return {"val_bpb": result["val_bpb"], "val_tokens": int(result["tokens"]),
-            "val_bytes": int(result["bytes"])}
+  def evaluate(params) -> dict[str, Any]:
+    return evaluate_validation(lambda inputs, targets: nll(params, inputs, targets),
+                               eval_batches(val_tokens, batch_size=batch_size,
+                                            seq_len=seq_len, max_tokens=max_tokens),
+                               token_bytes=token_bytes)
   return evaluate
 
 
 def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np.ndarray,
              val_tokens: np.ndarray, workdir: str, *, extra_config: dict[str, Any] | None = None,
+             token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES,
              log: Callable[[str], None] = print, stop_after: int | None = None
              ) -> dict[str, Any]:
   """Trains an `LM` on a token stream; returns `fit`'s summary. Writes config.json to the
-  workdir (`workdir.prepare_workdir`)."""
+  workdir (`workdir.prepare_workdir`). `token_bytes`: as `lm_evaluator` takes it."""
   prepare_workdir("lm", model_config, train_config, train_tokens, val_tokens, workdir,
                   extra_config)
   model = LM(model_config)
@@ -60,7 +65,8 @@ def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np
              loss_fn=lm_loss_fn(model),
              evaluate=lm_evaluator(model, val_tokens, batch_size=train_config.eval_batch_size,
                                    seq_len=train_config.seq_len,
-                                   max_tokens=train_config.eval_tokens),
+                                   max_tokens=train_config.eval_tokens,
+                                   token_bytes=token_bytes),
              draw_batch=stream_batches(train_tokens, train_config), config=train_config,
              workdir=workdir, log=log, stop_after=stop_after).summary
 

@@ -6,12 +6,14 @@ evaluate a workdir); here, the memory sources it is built from.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from maglev_jax.evaluation import maglev_nll_fn, memories_for
+from maglev_jax.evaluation import MEMORY_SOURCES, maglev_evaluator, maglev_nll_fn, memories_for
 from maglev_jax.inference import recurrent_memories
 from maglev_jax.model import shift_memories
 from tests.maglev_jax.helpers import random_params, random_tokens, tiny_model
@@ -42,3 +44,24 @@ def test_memory_sources_feed_p_with_q_its_own_or_no_memory():
 def test_unknown_memory_source_is_named():
   with pytest.raises(ValueError, match="source must be one of"):
     maglev_nll_fn(tiny_model(), "oracle")
+
+
+def test_evaluator_divides_by_the_token_bytes_table_or_reports_losses_without_one():
+  model = tiny_model(num_layers=1, prefiller_pattern="A")
+  params = random_params(model)
+  # 39 targets, so the last batch is padded: padding must not reach the scores (vocab 40).
+  val = np.random.default_rng(0).integers(0, 40, 40)
+  evaluate = lambda table: maglev_evaluator(  # noqa: E731
+      model, val, batch_size=2, seq_len=8, max_tokens=None, token_bytes=table)(params)
+  unknown = evaluate(None)
+  assert unknown["val_bpb"] is None and "data.token_bytes" in unknown["val_bpb_unavailable"]
+  assert unknown["val_loss"] == unknown["loss_recurrent"] and unknown["val_tokens"] == 39
+  # One byte per token: BPB is the loss in bits.
+  ones = evaluate(np.ones(40, np.int32))
+  for source in MEMORY_SOURCES:
+    assert np.isfinite(unknown[f"loss_{source}"])
+    assert ones[f"bpb_{source}"] == pytest.approx(unknown[f"loss_{source}"] / math.log(2.0),
+                                                  rel=1e-6)
+  assert ones["val_bpb"] == ones["bpb_recurrent"] and "val_loss" not in ones
+  table = np.random.default_rng(1).integers(1, 6, 40)
+  assert evaluate(table)["val_bytes"] == table[val[1:]].sum()

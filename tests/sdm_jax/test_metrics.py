@@ -104,3 +104,56 @@ def test_unigram_bits_per_byte_default_byte_convention_skips_bos():
 def test_unigram_bits_per_byte_rejects_ids_outside_vocab():
   with pytest.raises(ValueError, match="val_tokens"):
     metrics.unigram_bits_per_byte(np.array([0, 1]), np.array([0, 5]), 4)
+
+
+def test_bpb_with_a_table_over_eval_batches_is_the_hand_computed_value():
+  # Stream 5 3 0 2 3 1 with table bytes [0, 4, 1, 2, 0, 3]: targets 3 0 2 3 1 carry
+  # 2 0 1 2 4 bytes; id 0 (a special) is not scored. nll = 0.5 * target id.
+  stream = np.array([5, 3, 0, 2, 3, 1])
+  table = np.array([0, 4, 1, 2, 0, 3])
+  result = metrics.evaluate_bpb(lambda inputs, targets: 0.5 * targets,
+                                eval_batches(stream, batch_size=2, seq_len=2),
+                                token_bytes=table)
+  nats = 0.5 * (3 + 2 + 3 + 1)
+  assert (result["tokens"], result["bytes"]) == (4, 9)
+  assert result["val_bpb"] == pytest.approx(nats / (9 * math.log(2.0)))
+
+
+def test_evaluate_loss_is_the_mean_over_unmasked_targets():
+  batch = {"inputs": np.zeros((1, 4), np.int32), "targets": np.array([[1, 2, 0, 7]], np.int32),
+           "mask": np.array([[1, 1, 1, 0]], np.float32)}
+  result = metrics.evaluate_loss(lambda i, t: np.array([[0.5, 1.0, 3.0, np.nan]]), [batch])
+  assert result == {"val_loss": pytest.approx(1.5), "tokens": 3, "nats": pytest.approx(4.5)}
+  with pytest.raises(ValueError, match="no scored targets"):
+    metrics.evaluate_loss(lambda i, t: np.zeros((1, 4)), [{**batch, "mask": 0 * batch["mask"]}])
+
+
+def test_evaluate_validation_says_why_without_a_table():
+  stream = np.random.default_rng(0).integers(0, 900, 40)
+  nll = lambda inputs, targets: np.log1p(targets.astype(np.float64))  # noqa: E731
+  result = metrics.evaluate_validation(nll, eval_batches(stream, batch_size=2, seq_len=8),
+                                       token_bytes=None)
+  assert result["val_bpb"] is None and result["val_bytes"] is None
+  assert result["val_bpb_unavailable"] == metrics.BPB_UNAVAILABLE
+  assert "data.token_bytes" in result["val_bpb_unavailable"]
+  assert result["val_tokens"] == 39
+  assert result["val_loss"] == pytest.approx(np.log1p(stream[1:]).mean())
+  table = np.random.default_rng(1).integers(1, 5, 900)
+  with_table = metrics.evaluate_validation(nll, eval_batches(stream, batch_size=2, seq_len=8),
+                                           token_bytes=table)
+  assert set(with_table) == {"val_bpb", "val_tokens", "val_bytes"}
+  assert with_table["val_bytes"] == table[stream[1:]].sum()
+  with pytest.raises(ValueError, match="token_bytes must be"):
+    metrics.evaluate_bpb(nll, [], token_bytes=None)
+
+
+def test_unigram_counts_in_chunks_give_the_whole_stream_answer(monkeypatch):
+  rng = np.random.default_rng(0)
+  train, val = rng.integers(0, 70, 1000), rng.integers(0, 70, 301)
+  table = rng.integers(0, 4, 70)
+  whole = metrics.unigram_bits_per_byte(train, val, 70, token_bytes=table)
+  monkeypatch.setattr(metrics, "_COUNT_CHUNK", 7)
+  assert metrics.unigram_bits_per_byte(train, val, 70, token_bytes=table) == pytest.approx(
+      whole, rel=1e-12)
+  with pytest.raises(ValueError, match="val_tokens"):
+    metrics.unigram_bits_per_byte(train, np.array([70, 1, 2]), 70, token_bytes=table)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from sdm_jax.data import batches
-from sdm_jax.data.tokenizer import PAD_ID
 
 
 def _stream(n: int) -> np.ndarray:
@@ -62,8 +61,8 @@ def test_eval_batches_score_every_target_exactly_once(n, batch_size, seq_len):
     assert batch["inputs"].dtype == batch["targets"].dtype == np.int32
     assert batch["mask"].dtype == np.float32
     real = batch["mask"] > 0
-    assert np.all(batch["targets"][~real] == PAD_ID)
-    assert np.all(batch["inputs"][~real] == PAD_ID)
+    assert np.all(batch["targets"][~real] == batches.PAD_FILL)
+    assert np.all(batch["inputs"][~real] == batches.PAD_FILL)
     scored_targets.append(batch["targets"][real])
     scored_inputs.append(batch["inputs"][real])
   np.testing.assert_array_equal(np.concatenate(scored_targets), tokens[1:])

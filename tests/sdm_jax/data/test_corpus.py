@@ -246,3 +246,72 @@ def test_load_corpus_argument_errors(tmp_path):
       corpus.load_corpus(split="train", val_fraction=fraction)
   with pytest.raises(ValueError, match="max_bytes"):
     corpus.load_corpus(split="train", max_bytes=0)
+
+
+# Pre-split directories (nanoGPT's train.bin / val.bin).
+
+
+def _write_split_directory(root: pathlib.Path, dtype, high: int, seed: int = 0
+                           ) -> dict[str, np.ndarray]:
+  rng = np.random.default_rng(seed)
+  splits = {"train": rng.integers(0, high, 300).astype(dtype),
+            "val": rng.integers(0, high, 70).astype(dtype)}
+  for split, ids in splits.items():
+    ids.tofile(root / corpus.SPLIT_FILES[split])
+  return splits
+
+
+@pytest.mark.parametrize("token_dtype, dtype, high", [("uint16", "<u2", 50_257),
+                                                      ("uint32", "<u4", 100_000)])
+def test_split_directory_gives_its_own_splits(tmp_path, token_dtype, dtype, high):
+  splits = _write_split_directory(tmp_path, dtype, high)
+  assert corpus.holds_token_ids(tmp_path)
+  for split, ids in splits.items():
+    # val_fraction does not apply: the files are the splits.
+    for val_fraction in (0.05, 0.5):
+      got = corpus.load_corpus(tmp_path, split=split, val_fraction=val_fraction,
+                               vocab_size=None, token_dtype=token_dtype)
+      assert got.dtype == np.dtype(dtype)
+      np.testing.assert_array_equal(got, ids)
+  capped = corpus.load_corpus(str(tmp_path), split="train", vocab_size=None,
+                              token_dtype=token_dtype, max_bytes=10 * np.dtype(dtype).itemsize)
+  np.testing.assert_array_equal(capped, splits["train"][:10])
+
+
+def test_split_directory_checks_ids_against_vocab_size(tmp_path):
+  splits = _write_split_directory(tmp_path, "<u2", 1000)
+  top = int(splits["val"].max())
+  with pytest.raises(ValueError, match=f"val.bin' holds id {top} in split 'val'"):
+    corpus.load_corpus(tmp_path, split="val", vocab_size=top)
+  assert corpus.load_corpus(tmp_path, split="val", vocab_size=top + 1).size == 70
+
+
+def test_split_directory_errors(tmp_path):
+  (tmp_path / "train.bin").write_bytes(np.arange(9, dtype="<u2").tobytes())  # 18 bytes
+  with pytest.raises(ValueError, match="holds no val.bin"):
+    corpus.load_corpus(tmp_path, split="val", vocab_size=None)
+  (tmp_path / "val.bin").write_bytes(b"\0" * 3)
+  with pytest.raises(ValueError, match="not a multiple of 2"):
+    corpus.load_corpus(tmp_path, split="val", vocab_size=None)
+  with pytest.raises(ValueError, match="not a multiple of 4"):
+    corpus.load_corpus(tmp_path, split="train", vocab_size=None, token_dtype="uint32")
+  (tmp_path / "val.bin").write_bytes(b"")
+  with pytest.raises(ValueError, match="is empty"):
+    corpus.load_corpus(tmp_path, split="val", vocab_size=None)
+  with pytest.raises(ValueError, match="token_dtype must be one of"):
+    corpus.load_corpus(tmp_path, split="train", token_dtype="int64")
+
+
+def test_a_bare_bin_file_points_at_its_directory(tmp_path):
+  (tmp_path / "train.bin").write_bytes(np.arange(8, dtype="<u2").tobytes())
+  with pytest.raises(ValueError, match="give their directory"):
+    corpus.load_corpus(tmp_path / "train.bin", split="train")
+
+
+def test_holds_token_ids_tells_token_files_from_text(tmp_path):
+  text = tmp_path / "a.txt"
+  text.write_text("hello")
+  ids = tmp_path / "ids.u16.bin"
+  ids.write_bytes(b"\0\0")
+  assert corpus.holds_token_ids(ids) and not corpus.holds_token_ids(text)
+  assert not corpus.holds_token_ids(tmp_path) and not corpus.holds_token_ids(None)

@@ -45,3 +45,59 @@ def test_decode_rejects_ids_outside_the_vocab():
 def test_token_byte_lengths_counts_bytes_only():
   ids = np.array([[0, 255, BOS_ID], [EOS_ID, PAD_ID, 65]])
   np.testing.assert_array_equal(tokenizer.token_byte_lengths(ids), [[1, 1, 0], [0, 0, 1]])
+
+
+# The Tokenizer interface.
+
+
+def test_byte_tokenizer_is_the_module_functions_behind_the_interface():
+  byte = tokenizer.tokenizer_named("byte")
+  assert byte is tokenizer.BYTE_TOKENIZER
+  assert (byte.vocab_size, byte.bos_id) == (VOCAB_SIZE, BOS_ID)
+  text = "naïve → ok"
+  np.testing.assert_array_equal(byte.encode(text), tokenizer.encode(text))
+  ids = np.concatenate([[BOS_ID], byte.encode(text), [EOS_ID]])
+  assert byte.decode(ids) == tokenizer.decode(ids) == text
+  np.testing.assert_array_equal(byte.token_bytes(),
+                                tokenizer.token_byte_lengths(np.arange(VOCAB_SIZE)))
+
+
+def test_byte_tokenizer_decodes_ids_past_its_vocabulary_as_replacement_characters():
+  # A model vocabulary padded past 259 can sample those ids; they must not crash a sample.
+  assert tokenizer.BYTE_TOKENIZER.decode([104, 300, 105, VOCAB_SIZE]) == "h\ufffdi\ufffd"
+  with pytest.raises(ValueError, match="non-negative"):
+    tokenizer.BYTE_TOKENIZER.decode([-1])
+
+
+def test_tokenizer_named_none_and_bad_names():
+  assert tokenizer.tokenizer_named(tokenizer.NO_TOKENIZER) is None
+  with pytest.raises(ValueError, match="tokenizer must be"):
+    tokenizer.tokenizer_named("")
+
+
+def test_a_tiktoken_name_without_tiktoken_is_a_clear_error(monkeypatch):
+  monkeypatch.setitem(__import__("sys").modules, "tiktoken", None)  # import fails
+  with pytest.raises(ValueError, match=r"tiktoken is not installed: pip install -e \"\.\[tiktoken\]\""):
+    tokenizer.tokenizer_named("gpt2")
+
+
+class _SizedTokenizer:
+  name = "bpe"
+  bos_id = 0
+
+  def __init__(self, vocab_size):
+    self.vocab_size = vocab_size
+
+
+@pytest.mark.parametrize("tokenizer_size, max_id, expected", [
+    (50_257, None, 50_304), (50_304, 7, 50_304), (65, None, 128), (None, 0, 64),
+    (None, 63, 64), (None, 64, 128), (None, 50_256, 50_304)])
+def test_model_vocab_size_rounds_up_to_a_multiple_of_64(tokenizer_size, max_id, expected):
+  sized = None if tokenizer_size is None else _SizedTokenizer(tokenizer_size)
+  assert tokenizer.model_vocab_size(sized, max_id) == expected
+
+
+def test_model_vocab_size_keeps_the_byte_tokenizer_exact():
+  assert tokenizer.model_vocab_size(tokenizer.BYTE_TOKENIZER, 10_000) == VOCAB_SIZE
+  with pytest.raises(ValueError, match="max_id"):
+    tokenizer.model_vocab_size(None)

@@ -1,17 +1,22 @@
-"""LM training on a token stream: exact resume, the metrics log, input checks."""
+"""LM training on a token stream: exact resume, the metrics log, input checks, and the
+evaluator's bits per byte with a token_bytes table."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import chex
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from sdm_jax.models.config import LMConfig
+from sdm_jax.models.lm import LM
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.lm_training import load_lm, train_lm
+from sdm_jax.training.lm_training import lm_evaluator, load_lm, train_lm
 
 MODEL = LMConfig(vocab_size=259, d_model=32, num_layers=2, pattern="SA", num_heads=2,
                  window=8, max_seq_len=32)
@@ -66,3 +71,28 @@ def test_token_ids_outside_the_vocabulary_are_rejected(tmp_path):
   bad[10] = 300
   with pytest.raises(ValueError, match="outside the model's vocabulary"):
     train_lm(MODEL, train_config(), bad, tokens(1), str(tmp_path), log=quiet)
+
+
+def test_evaluator_bpb_with_a_token_bytes_table_is_the_hand_computed_value():
+  config = LMConfig(vocab_size=64, d_model=32, num_layers=2, pattern="SA", num_heads=2,
+                    window=4, max_seq_len=8)
+  model = LM(config)
+  params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 8), jnp.int32))
+  rng = np.random.default_rng(0)
+  val = rng.integers(0, 50, 21).astype(np.uint16)  # 20 targets: windows of 8, 8 and 4
+  table = rng.integers(0, 4, 64)  # some ids stand for no bytes
+  result = lm_evaluator(model, val, batch_size=2, seq_len=8, max_tokens=None,
+                        token_bytes=table)(params)
+  nats = total_bytes = 0.0
+  for start in range(0, 20, 8):
+    inputs, targets = val[start:start + 8], val[start + 1:start + 9]
+    inputs = inputs[:targets.size]
+    log_probs = jax.nn.log_softmax(model.apply(params, jnp.asarray(inputs[None], jnp.int32)))
+    picked = np.asarray(log_probs[0, np.arange(targets.size), targets], np.float64)
+    nats -= picked[table[targets] > 0].sum()
+    total_bytes += table[targets].sum()
+  assert result["val_bytes"] == total_bytes
+  assert result["val_bpb"] == pytest.approx(nats / (math.log(2.0) * total_bytes), rel=1e-5)
+  unknown = lm_evaluator(model, val, batch_size=2, seq_len=8, max_tokens=None,
+                         token_bytes=None)(params)
+  assert unknown["val_bpb"] is None and unknown["val_tokens"] == 20
