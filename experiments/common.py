@@ -1,10 +1,11 @@
 """What the entry points share: the `--config` flag, turning a ConfigDict into the
-library's configs, loading the data it names, and the default workdir."""
+library's configs, loading the data it names (with its tokenizer and bytes per token),
+printing samples, and the default workdir."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 from absl import flags
 import numpy as np
@@ -14,7 +15,10 @@ from ml_collections import config_flags
 from experiments import cli
 from experiments import configs
 from experiments import model_kinds
-from sdm_jax.data.corpus import load_corpus
+from sdm_jax.data import token_bytes as token_bytes_lib
+from sdm_jax.data.corpus import holds_token_ids, load_corpus
+from sdm_jax.data.tokenizer import (BYTE_TOKENIZER, NO_TOKENIZER, Tokenizer, model_vocab_size,
+                                    tokenizer_named)
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
 
@@ -50,14 +54,116 @@ def to_plain(config: config_dict.ConfigDict | dict[str, Any]) -> dict[str, Any]:
   return config.to_dict() if isinstance(config, config_dict.ConfigDict) else dict(config)
 
 
-def lm_configs(config: config_dict.ConfigDict) -> tuple[LMConfig, TrainConfig, DataConfig]:
+def data_config_of(config: config_dict.ConfigDict) -> DataConfig:
+  """The data settings of an experiment config."""
+  return DataConfig.from_dict(to_plain(config.data))
+
+
+class Data(NamedTuple):
+  """A data config's tokens, loaded (`load_data`).
+
+  Attributes:
+    train, val: the two splits as 1-D token streams.
+    tokenizer: what the ids are (None: ids without a tokenizer).
+    token_bytes: [>= max_id + 1] bytes per id for bits per byte (None: BPB not reported).
+    max_id: the largest id in either split.
+  """
+
+  train: np.ndarray
+  val: np.ndarray
+  tokenizer: Tokenizer | None
+  token_bytes: np.ndarray | None
+  max_id: int
+
+
+def bpb_table(data: DataConfig) -> np.ndarray | None:
+  """The bytes per token id that bits per byte use: the data.token_bytes file if given,
+  else the tokenizer's table; None without either (ids without a tokenizer)."""
+  if data.token_bytes is not None:
+    return token_bytes_lib.load_table(data.token_bytes)
+  tokenizer = tokenizer_named(data.tokenizer)
+  return None if tokenizer is None else tokenizer.token_bytes()
+
+
+def load_data(data: DataConfig) -> Data:
+  """The splits of a data config with their tokenizer and bytes-per-token table, checked:
+  text is read with the byte tokenizer; every id lies in the tokenizer's range and in
+  the table."""
+  tokenizer = tokenizer_named(data.tokenizer)
+  train = load_corpus(data.path, split="train", val_fraction=data.val_fraction,
+                      max_bytes=data.max_train_bytes, vocab_size=None,
+                      token_dtype=data.token_dtype)
+  val = load_corpus(data.path, split="val", val_fraction=data.val_fraction, vocab_size=None,
+                    token_dtype=data.token_dtype)
+  if tokenizer != BYTE_TOKENIZER and not holds_token_ids(data.path):
+    source = data.path or "the embedded corpus"
+    raise ValueError(f"data.tokenizer={data.tokenizer!r}, but {source} is text, which is read "
+                     f"with the byte tokenizer ('byte'); tokenise it first "
+                     f"(experiments/prepare_corpus.py) and train on the token files")
+  max_id = max(int(train.max()), int(val.max()))
+  if tokenizer is not None and max_id >= tokenizer.vocab_size:
+    raise ValueError(f"the data holds token id {max_id}, beyond the {tokenizer.vocab_size} ids "
+                     f"of data.tokenizer={tokenizer.name!r}; set data.tokenizer to the "
+                     f"tokenizer that made these ids (a tiktoken encoding such as 'gpt2') or "
+                     f"to {NO_TOKENIZER!r}")
+  table = bpb_table(data)
+  if table is not None:
+    token_bytes_lib.check_covers(table, max_id, "the data")
+  return Data(train, val, tokenizer, table, max_id)
+
+
+def data_vocab_size(data_config: DataConfig, data: Data | None = None) -> int:
+  """The model vocabulary the data implies (`model_vocab_size`): its tokenizer's, else
+  from its largest id (loading the data unless given)."""
+  tokenizer = data.tokenizer if data is not None else tokenizer_named(data_config.tokenizer)
+  if tokenizer is not None:
+    return model_vocab_size(tokenizer)
+  return model_vocab_size(None, (data or load_data(data_config)).max_id)
+
+
+def lm_configs(config: config_dict.ConfigDict, data: Data | None = None
+               ) -> tuple[LMConfig, TrainConfig, DataConfig]:
   """The model, training and data settings of an experiment config (ValueErrors name the
   offending field). The model config's class is the one of `config.kind` (default "lm"):
-  LMConfig or a subclass such as MaglevConfig."""
+  LMConfig or a subclass such as MaglevConfig.
+
+  model.vocab_size follows the data when the config leaves it unset (`data_vocab_size`).
+  `data`, the loaded data of config.data, is checked against an explicit vocab_size: its
+  ids and its tokenizer's must fit, so a mismatch fails before anything trains.
+  """
   model_class = model_kinds.kind_named(config.get("kind", "lm")).config_class
-  return (model_class.from_dict(to_plain(config.model)),
-          TrainConfig.from_dict(to_plain(config.train)),
-          DataConfig.from_dict(to_plain(config.data)))
+  data_config = data_config_of(config)
+  model = to_plain(config.model)
+  if model.get("vocab_size") is None:
+    model["vocab_size"] = data_vocab_size(data_config, data)
+  elif data is not None:
+    vocab_size = model["vocab_size"]
+    if data.max_id >= vocab_size:
+      raise ValueError(f"the data holds token id {data.max_id}, beyond model.vocab_size="
+                       f"{vocab_size}; raise model.vocab_size above {data.max_id} or leave it "
+                       f"unset to follow the data")
+    if data.tokenizer is not None and data.tokenizer.vocab_size > vocab_size:
+      raise ValueError(f"model.vocab_size={vocab_size} is smaller than the "
+                       f"{data.tokenizer.vocab_size} ids of data.tokenizer="
+                       f"{data.tokenizer.name!r}; raise it or leave it unset to follow the data")
+  return (model_class.from_dict(model), TrainConfig.from_dict(to_plain(config.train)),
+          data_config)
+
+
+def prompt_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+  """A text prompt as ids: BOS, then the text's tokens."""
+  return [tokenizer.bos_id, *tokenizer.encode(text).tolist()]
+
+
+def sample_text(tokenizer: Tokenizer | None, prompt: Sequence[int], sample: Sequence[int],
+                prompt_text: str | None = None) -> str:
+  """How a sample prints. With a tokenizer: `prompt_text` (else the decoded prompt), then
+  the decoded sample. Without one: every id of prompt and sample, space-separated."""
+  if tokenizer is None:
+    return " ".join(str(int(token)) for token in [*prompt, *sample])
+  if prompt_text is None:
+    prompt_text = tokenizer.decode(np.asarray(prompt, np.int64))
+  return prompt_text + tokenizer.decode(np.asarray(sample, np.int64))
 
 
 def override_steps(config: config_dict.ConfigDict, steps: int | None) -> None:
@@ -70,11 +176,3 @@ def override_steps(config: config_dict.ConfigDict, steps: int | None) -> None:
 def default_workdir(config_name: str) -> str:
   return os.path.join(DEFAULT_WORKDIR_ROOT, config_name)
 
-
-def load_splits(data: DataConfig, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-  """(train, val) token streams of the data config."""
-  train = load_corpus(data.path, split="train", val_fraction=data.val_fraction,
-                      max_bytes=data.max_train_bytes, vocab_size=vocab_size)
-  val = load_corpus(data.path, split="val", val_fraction=data.val_fraction,
-                    vocab_size=vocab_size)
-  return train, val

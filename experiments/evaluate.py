@@ -4,7 +4,9 @@
 
 The last stdout line is a JSON object with `val_bpb`, `tokens` (targets scored) and
 `bytes` (their UTF-8 bytes); a Maglev workdir adds `bpb_teacher_forced` (P on Q's memories),
-`bpb_recurrent` (P on its own memories, = `val_bpb`) and `bpb_memory_zeroed`.
+`bpb_recurrent` (P on its own memories, = `val_bpb`) and `bpb_memory_zeroed`. Bytes per
+token come from the run's data.token_bytes or data.tokenizer; without either, `val_bpb` is
+null, `val_bpb_unavailable` says why and `val_loss` (nats per token) stands in.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 from absl import flags
 
 from experiments import cli
+from experiments import common
 from experiments import model_kinds
+from sdm_jax.data import token_bytes as token_bytes_lib
 from sdm_jax.data.corpus import load_corpus
 from sdm_jax.training import records
 from sdm_jax.training.config import DataConfig
@@ -34,12 +38,16 @@ def main(argv):
   data = DataConfig.from_dict(saved.get("data", {}))
   path = _DATA.value if _DATA.value is not None else data.path
   val_tokens = load_corpus(path, split="val", val_fraction=data.val_fraction,
-                           vocab_size=model.config.vocab_size)
+                           vocab_size=model.config.vocab_size, token_dtype=data.token_dtype)
   check_tokens_fit(val_tokens, model.config.vocab_size, "the validation data")
+  table = common.bpb_table(data)
+  if table is not None:
+    token_bytes_lib.check_covers(table, int(val_tokens.max()), "the validation data")
   max_tokens = saved["train"]["eval_tokens"] if _EVAL_TOKENS.value is None else (
       _EVAL_TOKENS.value or None)
   evaluate = kind.evaluator(model, val_tokens, batch_size=saved["train"]["eval_batch_size"],
-                            seq_len=saved["train"]["seq_len"], max_tokens=max_tokens)
+                            seq_len=saved["train"]["seq_len"], max_tokens=max_tokens,
+                            token_bytes=table)
   result = evaluate(params)
   print(records.dumps({"workdir": _WORKDIR.value, "step": step, "data": path or "embedded",
                        "tokens": result.pop("val_tokens"), "bytes": result.pop("val_bytes"),

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import jax
 import jax.numpy as jnp
 
+from experiments import common
 from experiments import comparison
 from maglev_jax.inference import fixed_point_memories, recurrent_memories
 from maglev_jax.model import Maglev, shift_memories
@@ -46,8 +47,10 @@ def config_names(size: str, models: Sequence[str]) -> list[str]:
 def build_configs(size: str, models: Sequence[str], *, steps: int | None = None,
                   model_overrides: dict[str, Any] | None = None,
                   train_overrides: dict[str, Any] | None = None,
-                  data_overrides: dict[str, Any] | None = None) -> dict[str, comparison.Run]:
-  """{config name: Run}, all at equal tokens (`experiments.comparison.build_runs`)."""
+                  data_overrides: dict[str, Any] | None = None
+                  ) -> tuple[dict[str, comparison.Run], common.Data]:
+  """({config name: Run}, their data), all at equal tokens
+  (`experiments.comparison.build_runs`)."""
   return comparison.build_runs(config_names(size, models), steps=steps,
                                model_overrides=model_overrides,
                                train_overrides=train_overrides, data_overrides=data_overrides)
@@ -116,16 +119,19 @@ def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | 
 
 
 def format_table(summary: dict[str, Any]) -> str:
-  """The human-readable part of a `compare` summary."""
+  """The human-readable part of a `compare` summary: BPBs, or losses in nats per token
+  where the bytes per token are unknown."""
+  metric = comparison.headline_metric(summary)
+  prefix = "loss" if metric == "val_loss" else "bpb"
   lines = [f"{summary['size']} on {comparison.run_line(summary)}",
-           f"{'model':<22} {'params':>10} {'val_bpb':>8} {'teacher':>8} {'recurrent':>9} "
+           f"{'model':<22} {'params':>10} {metric:>8} {'teacher':>8} {'recurrent':>9} "
            f"{'mem=0':>8} {'train_s':>8}"]
   dash = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731
   for name, result in summary["models"].items():
-    lines.append(f"{name:<22} {result['parameters_total']:>10,} {result['val_bpb']:>8.4f} "
-                 f"{dash(result.get('bpb_teacher_forced')):>8} "
-                 f"{dash(result.get('bpb_recurrent')):>9} "
-                 f"{dash(result.get('bpb_memory_zeroed')):>8} {result['wall_s']:>8.1f}")
+    lines.append(f"{name:<22} {result['parameters_total']:>10,} {result[metric]:>8.4f} "
+                 f"{dash(result.get(f'{prefix}_teacher_forced')):>8} "
+                 f"{dash(result.get(f'{prefix}_recurrent')):>9} "
+                 f"{dash(result.get(f'{prefix}_memory_zeroed')):>8} {result['wall_s']:>8.1f}")
   for name, prefill in summary["prefill"].items():
     lines.append(f"prefill {name}: {prefill['batch']}x{prefill['tokens']} tokens, recurrent "
                  f"{prefill['recurrent_ms']:.1f} ms, fixed point {prefill['fixed_point_ms']:.1f} "

@@ -6,9 +6,13 @@
   python -m experiments.train --config=experiments/configs/attn_tiny.py --data=my_texts/ \
       --config.train.peak_lr=1e-3
   python -m experiments.train --config=experiments/configs/maglev_tiny.py   # a Maglev model
+  python -m experiments.train --data=fineweb_edu/ --config.data.tokenizer=gpt2 \
+      --config.data.token_bytes=fineweb_edu/token_bytes.npy   # train.bin/val.bin of GPT-2 ids
 
 Resumes from --workdir when it holds a checkpoint. The last stdout line is a JSON object
-with `step`, `train_loss`, `val_bpb`, `tokens_per_s` (and more).
+with `step`, `train_loss`, `val_bpb`, `unigram_bpb`, `tokens_per_s` (and more); where the
+bytes per token are unknown (ids without a tokenizer or data.token_bytes), `val_bpb` is null,
+`val_bpb_unavailable` says why and `val_loss` (nats per token) stands in.
 """
 
 from __future__ import annotations
@@ -22,17 +26,20 @@ import jax.numpy as jnp
 from experiments import cli
 from experiments import common
 from experiments import model_kinds
-from sdm_jax.data.tokenizer import BOS_ID, decode
 from sdm_jax.metrics import unigram_bits_per_byte
 from sdm_jax.training import records
 
 DEFAULT_CONFIG = "sdm_tiny"
+SAMPLE_PROMPT = "def "
+# Without a tokenizer the sample continues the first validation ids.
+SAMPLE_PROMPT_IDS = 4
 
 _CONFIG = common.define_config_flag(DEFAULT_CONFIG)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Run directory (default: workdirs/<config>).")
 _STEPS = flags.DEFINE_integer("steps", None, "Override train.steps.")
-_DATA = flags.DEFINE_string("data", None, "Override data.path: a text file, a directory or a "
-                            "pre-tokenised .npy/.u16.bin/.u32.bin file.")
+_DATA = flags.DEFINE_string("data", None, "Override data.path: a text file, a directory of "
+                            "text files, a pre-tokenised .npy/.u16.bin/.u32.bin file, or a "
+                            "directory holding train.bin and val.bin.")
 _SAMPLE_TOKENS = flags.DEFINE_integer("sample_tokens", 200, "Tokens of the sample printed "
                                       "after training (0: none).")
 
@@ -43,34 +50,43 @@ def main(argv):
   common.override_steps(config, _STEPS.value)
   if _DATA.value is not None:
     config.data.path = _DATA.value
-  model_config, train_config, data_config = common.lm_configs(config)
+  data = common.load_data(common.data_config_of(config))
+  model_config, train_config, data_config = common.lm_configs(config, data)
   kind = model_kinds.kind_named(config.get("kind", "lm"))
   workdir = _WORKDIR.value or common.default_workdir(config.name)
-  train_tokens, val_tokens = common.load_splits(data_config, model_config.vocab_size)
+  tokenizer = data.tokenizer.name if data.tokenizer else "none (ids)"
   print(f"config {config.name}: pattern {model_config.layer_kinds}, d_model "
-        f"{model_config.d_model}; data: {data_config.path or 'embedded stdlib corpus'} "
-        f"({train_tokens.size:,} train / {val_tokens.size:,} val tokens); workdir {workdir}")
-  summary = kind.train(model_config, train_config, train_tokens, val_tokens, workdir,
-                       extra_config={"name": config.name, "data": dataclasses.asdict(data_config)})
+        f"{model_config.d_model}, vocab {model_config.vocab_size:,}; data: "
+        f"{data_config.path or 'embedded stdlib corpus'} ({data.train.size:,} train / "
+        f"{data.val.size:,} val tokens, tokenizer {tokenizer}); workdir {workdir}")
+  summary = kind.train(model_config, train_config, data.train, data.val, workdir,
+                       extra_config={"name": config.name, "data": dataclasses.asdict(data_config)},
+                       token_bytes=data.token_bytes)
   stopped_by = summary.get("stopped_by")
   if not stopped_by:
-    summary["unigram_bpb"] = unigram_bits_per_byte(train_tokens, val_tokens,
-                                                   model_config.vocab_size)
+    summary["unigram_bpb"] = None if data.token_bytes is None else unigram_bits_per_byte(
+        data.train, data.val, model_config.vocab_size, token_bytes=data.token_bytes)
     records.write_summary(workdir, summary)
   if _SAMPLE_TOKENS.value > 0 and not stopped_by:
     model, params, _, _ = kind.load(workdir)
-    prompt = jnp.array([[BOS_ID] + list(b"def ")], jnp.int32)
-    sample = kind.generate(model, params, prompt, steps=_SAMPLE_TOKENS.value, temperature=0.8,
-                           top_k=50, seed=0)
-    print("sample:\n" + "def " + decode(sample[0]))
+    if data.tokenizer is None:
+      prompt, prompt_text = data.val[:SAMPLE_PROMPT_IDS].tolist(), None
+    else:
+      prompt, prompt_text = common.prompt_ids(data.tokenizer, SAMPLE_PROMPT), SAMPLE_PROMPT
+    sample = kind.generate(model, params, jnp.asarray([prompt], jnp.int32),
+                           steps=_SAMPLE_TOKENS.value, temperature=0.8, top_k=50, seed=0)
+    print("sample:\n" + common.sample_text(data.tokenizer, prompt, sample[0].tolist(),
+                                            prompt_text))
   print(f"checkpoints: {os.path.join(workdir, 'checkpoints')}; metrics: "
         f"{os.path.join(workdir, records.METRICS_FILE)}; summary: "
         f"{os.path.join(workdir, records.SUMMARY_FILE)}")
   if stopped_by:
     print(f"resume: python -m experiments.train --workdir={workdir} (same flags)")
   else:
+    prompt_flag = ("--prompt='def '" if data.tokenizer else
+                   "--prompt_ids=" + ",".join(map(str, data.val[:SAMPLE_PROMPT_IDS].tolist())))
     print(f"next: python -m experiments.evaluate --workdir={workdir}; "
-          f"python -m experiments.generate --workdir={workdir} --prompt='def '")
+          f"python -m experiments.generate --workdir={workdir} {prompt_flag}")
   print(records.dumps({"config": config.name, "workdir": workdir, **summary}))
   return cli.stop_status(stopped_by)
 

@@ -30,7 +30,9 @@ def _defaults(cls) -> dict:
 
 def _experiment_config(name: str, kind: str, model_class, model_overrides: dict
                        ) -> config_dict.ConfigDict:
-  model = {**_defaults(model_class), **model_overrides}
+  # vocab_size is left unset: it follows the data (`experiments.common.lm_configs`).
+  model = {**_defaults(model_class), "vocab_size": config_dict.placeholder(int),
+           **model_overrides}
   return config_dict.ConfigDict({
       "name": name,
       "kind": kind,

@@ -34,12 +34,15 @@ def test_compare_trains_each_config_and_reports_state_and_memory_apart(run_cli, 
   assert "gdn_tiny" in table and "sdm_tiny_no_m0" in table
 
 
-def test_build_runs_applies_overrides_and_refuses_unequal_tokens():
-  runs = build_runs(["gdn_tiny", "sdm_tiny"], steps=5, data_overrides={"path": "corpus.txt"},
-                    model_overrides={"window": 16}, train_overrides={"seq_len": 64})
+def test_build_runs_applies_overrides_and_refuses_unequal_tokens(toy_corpus):
+  runs, data = build_runs(["gdn_tiny", "sdm_tiny"], steps=5,
+                          data_overrides={"path": toy_corpus}, model_overrides={"window": 16},
+                          train_overrides={"seq_len": 64})
+  assert data.tokenizer.name == "byte" and data.val.size > 0
   for run in runs.values():
     assert (run.train.steps, run.train.seq_len, run.model.window, run.data.path) == (
-        5, 64, 16, "corpus.txt")
+        5, 64, 16, toy_corpus)
+    assert run.model.vocab_size == 259  # the byte tokenizer's, as the data implies
     assert run.train.warmup_steps <= run.train.steps
   with pytest.raises(ValueError, match="equal tokens"):
     build_runs(["gdn_tiny", "gdn_small"])
