@@ -174,7 +174,7 @@ def _check_text_vocab(vocab_size: int | None) -> None:
         f"got {vocab_size}")
 
 
-def _read_text(path: pathlib.Path, limit: int | None, *, sniff: bool) -> bytes | None:
+def read_text(path: pathlib.Path, limit: int | None, *, sniff: bool) -> bytes | None:
   """Up to `limit` bytes of `path`; None if `sniff` and a NUL shows in its first 8 KiB."""
   with open(path, "rb") as f:
     head = f.read(_BINARY_SNIFF_BYTES)
@@ -206,7 +206,7 @@ def _read_documents(files: list[pathlib.Path], max_bytes: int | None,
   for file in files:
     if remaining is not None and remaining <= 0:
       break
-    data = _read_text(file, remaining, sniff=sniff)
+    data = read_text(file, remaining, sniff=sniff)
     if data:
       documents.append(data)
       if remaining is not None:
@@ -231,7 +231,7 @@ def _load_stdlib(split: Split, val_fraction: float, max_bytes: int | None,
   return stream
 
 
-def _directory_files(root: pathlib.Path) -> list[str]:
+def directory_files(root: pathlib.Path) -> list[str]:
   """POSIX relative paths of the regular, non-hidden files under `root`, sorted."""
   relative_paths = []
   for directory, subdirs, filenames in os.walk(root):
@@ -247,7 +247,7 @@ def _directory_files(root: pathlib.Path) -> list[str]:
 def _load_directory(root: pathlib.Path, split: Split, val_fraction: float,
                     max_bytes: int | None, vocab_size: int) -> np.ndarray:
   _check_text_vocab(vocab_size)
-  relative_paths = _directory_files(root)
+  relative_paths = directory_files(root)
   chosen = [root / rel for rel in relative_paths
             if split_of(rel, val_fraction) == split]
   stream = _documents_to_stream(_read_documents(chosen, max_bytes, sniff=True))
