@@ -12,7 +12,8 @@ tiktoken encoding). The last line printed is a JSON object with the counts and t
 `experiments.train` flags that train on the output. See `sdm_jax.data.token_files` for the
 format and the split.
 
-Needs the optional packages: `pip install -e ".[corpus]"` (tiktoken and datasets).
+A tiktoken encoding needs tiktoken and `--dataset` needs datasets: `pip install -e
+".[corpus]"` installs both (text files with `--tokenizer=byte` need neither).
 """
 
 from __future__ import annotations
