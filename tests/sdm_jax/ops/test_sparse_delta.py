@@ -377,3 +377,23 @@ def test_auto_picks_the_kernels_only_on_gpu_and_pallas_rejects_float64():
     args64 = _pallas_args(33, dtype=jnp.float64)
     with pytest.raises(ValueError, match="float64"):
       sparse_delta_rule(*args64, impl="pallas", chunk_size=16)
+
+
+def test_a_bfloat16_table_gives_gradients_within_a_few_bf16_roundings():
+  """The chunked backward keeps a bf16 table's cotangent in bf16 between chunks (float32
+  inside each chunk): every gradient stays within a few bf16 roundings of float32."""
+  args = list(random_inputs(17, seq_len=48, full_overwrite=False))
+  write_idx, read_idx = args[1], args[6]
+  out_ct = np.random.default_rng(18).standard_normal(args[3].shape).astype(np.float32)
+
+  def grads(table_dtype, impl):
+    def loss(memory, write_w, v, beta, g, read_w):
+      out, final = sparse_delta_rule(memory.astype(table_dtype), write_idx, write_w, v, beta,
+                                     g, read_idx, read_w, chunk_size=16, impl=impl)
+      return jnp.sum(out * out_ct) + jnp.sum(jnp.square(final.astype(jnp.float32)))
+    differentiable = [args[i] for i in (0, 2, 3, 4, 5, 7)]
+    return jax.grad(loss, argnums=tuple(range(6)))(*differentiable)
+
+  for got, want in zip(grads(jnp.bfloat16, "chunked"), grads(jnp.float32, "reference")):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert np.linalg.norm(got - want) <= 5e-3 * np.linalg.norm(want)
