@@ -85,6 +85,30 @@ def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.
   return out.astype(q.dtype)
 
 
+def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
+                           k_positions: jax.Array, *, window: int | None = None,
+                           scale: float | None = None) -> jax.Array:
+  """`masked_attention` for one query per sequence (a decode step), reading k and v once.
+
+  q [B, 1, H, D]; k, v [B, L, H, D] (a cache); positions as in `masked_attention`.
+  Written as multiply-and-reduce over the cache's own layout: XLA's dot would first
+  transpose the whole cache to put (b, h) in front, copying it twice per step.
+  Returns [B, 1, H, D] in q.dtype; products and sums in float32.
+  """
+  chex.assert_rank([q, k, v], 4)
+  chex.assert_equal_shape([k, v])
+  if q.shape[1] != 1:
+    raise ValueError(f"q must hold one query per sequence ([B, 1, H, D]), got {q.shape}")
+  scale = q.shape[-1] ** -0.5 if scale is None else scale
+  f32 = jnp.float32
+  scores = jnp.sum(q.astype(f32) * k.astype(f32), axis=-1) * scale  # [B, L, H]
+  mask = attention_mask(q_positions, k_positions, window)[:, 0, :, None]  # [B, L, 1]
+  scores = jnp.where(mask, scores, -jnp.inf)
+  weights = jnp.nan_to_num(jax.nn.softmax(scores, axis=1))
+  out = jnp.sum(weights[..., None] * v.astype(f32), axis=1, keepdims=True)  # [B, 1, H, D]
+  return out.astype(q.dtype)
+
+
 def default_implementation(dtype: jnp.dtype) -> str:
   """cuDNN flash attention on GPU for half-precision inputs, XLA otherwise."""
   on_gpu = platform.on_gpu()
@@ -222,6 +246,6 @@ class Attention(nn.Module):
     """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache)."""
     q, k, v = self._project(x, positions, kv_hook)
     cache = write_cache(cache, k, v, positions)
-    o = masked_attention(q, cache.k, cache.v, positions, cache.positions,
-                         window=self.window)
+    o = single_query_attention(q, cache.k, cache.v, positions, cache.positions,
+                               window=self.window)
     return self._output(o), cache

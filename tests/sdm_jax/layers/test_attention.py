@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import chex
 import jax
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from sdm_jax.layers.attention import causal_attention, init_attention_cache, masked_attention
-from sdm_jax.layers.attention import write_cache
+from sdm_jax.layers.attention import single_query_attention, write_cache
 
 
 def naive_attention(q, k, v, window):
@@ -85,17 +86,38 @@ def test_cudnn_matches_the_xla_path(window):
                              rtol=2e-2, atol=2e-2)
 
 
-def test_decode_attention_does_not_widen_the_value_cache():
-  """One query against a long bf16 cache: nothing of the cache's size becomes float32 (a
-  float32 copy of the value cache per step is what made decode slow)."""
+@pytest.mark.parametrize("window", [None, 5])
+def test_single_query_attention_equals_masked_attention(window):
+  """The decode path against the reference, with empty slots (-1) and a ring buffer whose
+  slots hold positions out of order."""
+  q, k, v = random_qkv(3, (2, 16, 3, 8))
+  q = q[:, :1]
+  cache_positions = jnp.asarray(np.stack([np.r_[16:24, 8:16], np.r_[0:10, [-1] * 6]]),
+                                jnp.int32)
+  positions = jnp.asarray([[23], [9]], jnp.int32)
+  want = masked_attention(q, k, v, positions, cache_positions, window=window)
+  got = single_query_attention(q, k, v, positions, cache_positions, window=window)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_single_query_attention_materializes_nothing_of_the_cache_size():
+  """One query against a long bf16 cache: the compiled step makes no array as large as the
+  cache (XLA's dot over [B, L, H, D] had transposed the whole cache, twice, every step)."""
   q = jnp.ones((2, 1, 4, 64), jnp.bfloat16)
   cache = jnp.ones((2, 4096, 4, 64), jnp.bfloat16)
-  positions = jnp.zeros((2, 1), jnp.int32)
-  cache_positions = jnp.broadcast_to(jnp.arange(4096), (2, 4096))
-  jaxpr = jax.make_jaxpr(masked_attention)(q, cache, cache, positions, cache_positions)
-  widened = [eqn for eqn in jaxpr.jaxpr.eqns if eqn.primitive.name == "convert_element_type"
-             and eqn.outvars[0].aval.dtype == jnp.float32
-             and eqn.outvars[0].aval.size >= cache.size]
-  assert not widened, widened
-  out = masked_attention(q, cache, cache * 2, positions, cache_positions)
+  positions = jnp.full((2, 1), 4096, jnp.int32)
+  cache_positions = jnp.broadcast_to(jnp.arange(4096, dtype=jnp.int32), (2, 4096))
+  hlo = jax.jit(single_query_attention).lower(
+      q, cache, cache, positions, cache_positions).compile().as_text()
+  instructions = [line for line in hlo[hlo.index("ENTRY"):].splitlines()
+                  if " = " in line and "parameter(" not in line]
+
+  def size(line):  # elements of the instruction's result: `%name = f32[2,4096,4]{...} op(`
+    dims = re.match(r"\s*(ROOT )?%\S+ = \w+\[([\d,]*)\]", line)
+    return int(np.prod([int(d) for d in dims.group(2).split(",") if d])) if dims else 0
+
+  assert instructions
+  large = [line for line in instructions if size(line) >= cache.size]
+  assert not large, large
+  out = single_query_attention(q, cache, cache * 2, positions, cache_positions)
   np.testing.assert_allclose(np.asarray(out, np.float32), 2.0)
