@@ -43,7 +43,11 @@ _PRECISION = lax.Precision.HIGHEST
 _MIN_LOG_RETENTION = -80.0
 
 
-def _pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, *, strict):
+# Rematerialised in the backward: its [C, X, C] intermediates would otherwise be saved for
+# every chunk (8 float32 tensors of T * X * C, 2.1 GB of the 6.2 GB of residuals of
+# sdm_small's layer), while recomputing them is a few gathers and an exp.
+@functools.partial(jax.checkpoint, static_argnums=(5,))
+def _pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, strict):
   """P[t, u] = sum_x weights[t, x] k_u(s) exp(L_t(s) - L_u(s)), s the slot of entry (t, x).
 
   pos [C, X] rows of the slot tables; weights, log_at_token [C, X]; key_table and
@@ -98,9 +102,9 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
   read_log = cum_log_decay[read_pos, jnp.arange(chunk)[:, None]]
   end_log = cum_log_decay[:, -1]
 
-  qk = _pair_weights(read_pos, read_w, read_log, key_table, cum_log_decay, strict=False)
+  qk = _pair_weights(read_pos, read_w, read_log, key_table, cum_log_decay, False)
   if error == "shared":
-    attn = _pair_weights(write_pos, write_w, write_log, key_table, cum_log_decay, strict=True)
+    attn = _pair_weights(write_pos, write_w, write_log, key_table, cum_log_decay, True)
     solve = unit_lower_triangular_inverse(beta[:, None] * attn,
                                           precision=_PRECISION) * beta[None, :]
     write_coef = write_w * jnp.exp(write_log)
