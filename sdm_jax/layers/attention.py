@@ -4,10 +4,15 @@ Pure functions carry the math; `Attention` holds the projections around them.
 
 Window convention: a window of `w` keys lets the query at position p see keys at
 positions p - w + 1 .. p (itself and the w - 1 before it).
+
+On a training mesh with a "model" axis that divides H (`sdm_jax.sharding`) the parallel
+pass attends on head slices; with one that does not, every device of a model group runs
+all heads. Decoding is not split.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import chex
@@ -16,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from sdm_jax import sharding
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.rotary import apply_rotary
 
@@ -214,6 +220,14 @@ class Attention(nn.Module):
       k, v = kv_hook(x, k, v, positions)
     return q, k, v
 
+  def _attend(self, q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    """`causal_attention` of q, k, v [B, T, H, D], on head slices of a training mesh."""
+    heads = sharding.MODEL if self.num_heads % sharding.model_parallelism() == 0 else None
+    layout = (sharding.BATCH, None, heads)
+    attend = functools.partial(causal_attention, window=self.window)
+    return sharding.over_mesh(attend, in_layouts=(layout,) * 3, out_layouts=layout,
+                              model_dims="attention heads")(q, k, v)
+
   def _output(self, o: jax.Array) -> jax.Array:
     batch, length = o.shape[:2]
     return self.o_proj(o.reshape(batch, length, self.num_heads * self.head_dim))
@@ -222,7 +236,7 @@ class Attention(nn.Module):
                kv_hook: KVHook | None = None) -> jax.Array:
     """x [B, T, d] at positions 0..T-1 ([B, T]) -> [B, T, d]."""
     q, k, v = self._project(x, positions, kv_hook)
-    return self._output(causal_attention(q, k, v, window=self.window))
+    return self._output(self._attend(q, k, v))
 
   def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int,
               kv_hook: KVHook | None = None):
@@ -237,7 +251,7 @@ class Attention(nn.Module):
     if self.window is not None:
       cache_len = min(self.window, cache_len)
     q, k, v = self._project(x, positions, kv_hook)
-    y = self._output(causal_attention(q, k, v, window=self.window))
+    y = self._output(self._attend(q, k, v))
     cache = init_attention_cache(x.shape[0], cache_len, self.num_heads, self.head_dim, k.dtype)
     return y, write_cache(cache, k, v, positions)
 

@@ -8,16 +8,21 @@
 
 Decode cache: the [H, K, V] float32 state and the last (kernel - 1) pre-convolution inputs
 of q, k and v: constant size at any context length.
+
+On a training mesh with a "model" axis that divides H (`sdm_jax.sharding`) the op runs on
+head slices; with one that does not, every device of a model group runs all heads.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from sdm_jax import sharding
 from sdm_jax.layers.gates import DeltaGates
 from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.layers.norms import RMSNorm
@@ -112,7 +117,12 @@ class GatedDeltaNet(RecurrentMixer):
   def _run(self, x: jax.Array):
     """The parallel pass; the cache holds the final state and the conv tails."""
     q, k, v, g, beta, tails = self._inputs(x, None)
-    o, state = gated_delta_rule(q, k, v, g, beta, chunk_size=self.chunk_size, impl=self.impl)
+    heads = sharding.MODEL if self.num_heads % sharding.model_parallelism() == 0 else None
+    tokens = (sharding.BATCH, None, heads)  # q, k, v, g, beta and o: [B, T, H, ...]
+    op = functools.partial(gated_delta_rule, chunk_size=self.chunk_size, impl=self.impl)
+    o, state = sharding.over_mesh(op, in_layouts=(tokens,) * 5,
+                                  out_layouts=(tokens, (sharding.BATCH, heads)),
+                                  model_dims="GDN's heads")(q, k, v, g, beta)
     return self._output(x, o), GatedDeltaNetCache(state=state, **tails)
 
   def decode(self, x: jax.Array, positions: jax.Array, cache: GatedDeltaNetCache):

@@ -10,10 +10,16 @@ Per head h (S sub-keys, N = S^2 slots, Dv = d / H):
 
 Decode cache: the per-sequence table [B, H, N, Dv] in `memory_dtype`, nothing else:
 constant memory per sequence at any context length.
+
+On a training mesh with a "model" axis (`sdm_jax.sharding`) the op runs on column slices:
+each device holds M0 [H, N, Dv / model] and its sequences' tables [b, H, N, Dv / model], and
+the recurrence, independent per value column, needs no communication; the readings are
+joined for the per-head LayerNorm and the output projection.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -23,12 +29,23 @@ import jax
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from sdm_jax import sharding
 from sdm_jax.layers.gates import DeltaGates
 from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.ops.product_key import product_key_topk
 from sdm_jax.ops.sparse_delta import sparse_delta_rule, sparse_delta_step
 
 INITIAL_MEMORY_NAME = "M0"
+
+# How `sparse_delta_rule`'s arguments and results split over a mesh: tokens by sequence,
+# values, readings and tables also by value column.
+_TOKENS = (sharding.BATCH,)
+_COLUMNS = (sharding.BATCH, None, None, sharding.MODEL)  # [B, T, H, Dv] and [B, H, N, Dv]
+_SHARED_TABLE = (None, None, sharding.MODEL)  # [H, N, Dv]
+_OP_LAYOUTS = dict(in_layouts=(_SHARED_TABLE, _TOKENS, _TOKENS, _COLUMNS, _TOKENS, _TOKENS,
+                               _TOKENS, _TOKENS),
+                   out_layouts=(_COLUMNS, _COLUMNS),
+                   model_dims="SDM's value dim per head Dv (model_dim / sdm_heads)")
 
 
 class SparseDeltaMemoryCache(NamedTuple):
@@ -156,8 +173,9 @@ class SparseDeltaMemory(RecurrentMixer):
     """The parallel pass; the cache holds the final table."""
     inputs = self._inputs(x)
     memory = self.initial_memory.astype(self.table_dtype)  # [H, N, Dv], broadcast over B
-    readings, final_memory = sparse_delta_rule(memory, *inputs, chunk_size=self.chunk_size,
-                                               error=self.error, impl=self.impl)
+    op = functools.partial(sparse_delta_rule, chunk_size=self.chunk_size, error=self.error,
+                           impl=self.impl)
+    readings, final_memory = sharding.over_mesh(op, **_OP_LAYOUTS)(memory, *inputs)
     return self._output(x, readings), SparseDeltaMemoryCache(memory=final_memory)
 
   def decode(self, x: jax.Array, positions: jax.Array, cache: SparseDeltaMemoryCache):

@@ -1,6 +1,7 @@
 """The pattern-string language model: embeddings, a stack of blocks, the LM head.
 
-Block: `h = x + mixer(RMSNorm(x)); y = h + MLP(RMSNorm(h))`. The mixer of each layer is
+Block: `h = x + mixer(RMSNorm(x)); y = h + MLP(RMSNorm(h))`; on a training mesh its input
+and output stay split by sequence (`sdm_jax.sharding.split_batch`). The mixer of each layer is
 chosen by its letter in `LMConfig.pattern` (see `sdm_jax.models.mixers`).
 """
 
@@ -13,12 +14,25 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from sdm_jax import sharding
 from sdm_jax.layers.mlp import MLP
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS
 
 Caches = list[Any]
+
+
+class Embedding(nn.Embed):
+  """`nn.Embed` whose table is gathered whole before the lookup on a training mesh: looking
+  ids up in a table sharded along its features would leave the embeddings split by feature
+  instead of by sequence, and XLA would rematerialise them whole to change that."""
+
+  def __call__(self, inputs: jax.Array) -> jax.Array:
+    if not jnp.issubdtype(inputs.dtype, jnp.integer):
+      raise ValueError(f"token ids must be integers, got {inputs.dtype}")
+    table = sharding.gathered(self.embedding)
+    return jnp.take(table if self.dtype is None else table.astype(self.dtype), inputs, axis=0)
 
 
 class Block(nn.Module):
@@ -41,12 +55,14 @@ class Block(nn.Module):
 
   def _finish(self, x: jax.Array, mixed: jax.Array) -> jax.Array:
     h = x + mixed.astype(x.dtype)
-    return h + self.mlp(self.mlp_norm(h)).astype(x.dtype)
+    return sharding.split_batch(h + self.mlp(self.mlp_norm(h)).astype(x.dtype))
 
   def __call__(self, x: jax.Array, positions: jax.Array, **mixer_kwargs) -> jax.Array:
+    x = sharding.split_batch(x)
     return self._finish(x, self.mixer(self.mixer_norm(x), positions, **mixer_kwargs))
 
   def prefill(self, x: jax.Array, positions: jax.Array, cache_len: int, **mixer_kwargs):
+    x = sharding.split_batch(x)
     mixed, cache = self.mixer.prefill(self.mixer_norm(x), positions, cache_len, **mixer_kwargs)
     return self._finish(x, mixed), cache
 
@@ -67,7 +83,7 @@ class LM(nn.Module):
   def setup(self):
     config = self.config
     param_dtype = jnp.dtype(config.param_dtype)
-    self.embed = nn.Embed(config.vocab_size, config.d_model, param_dtype=param_dtype,
+    self.embed = Embedding(config.vocab_size, config.d_model, param_dtype=param_dtype,
                           embedding_init=nn.initializers.normal(stddev=1.0))
     self.blocks = [Block(config, kind, name=f"block_{i}")
                    for i, kind in enumerate(config.layer_kinds)]

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from sdm_jax.data.corpus import TOKEN_DTYPES
+from sdm_jax.sharding import parse_mesh
 
 
 def _from_dict(cls, values: dict[str, Any]):
@@ -33,7 +34,12 @@ class TrainConfig:
     keep_checkpoints: how many recent checkpoints to keep.
     eval_batch_size: sequences per evaluation batch.
     eval_tokens: validation targets scored per evaluation (None: the whole split).
-    num_devices: data-parallel devices (None: all).
+    num_devices: devices used (None: all of them; must be None with several processes).
+    mesh: how the devices used are arranged, "data=2,fsdp=2,model=2" style (axes left out
+      are 1; the product must equal the devices used): data splits the batch, fsdp splits
+      the batch and shards parameters and optimizer state (ZeRO-3), model splits SDM's
+      tables and M0 along the value columns and GDN/attention heads (`sdm_jax.sharding`).
+      None: every device on data (plain data parallelism).
   """
 
   batch_size: int = 16
@@ -54,6 +60,7 @@ class TrainConfig:
   eval_batch_size: int = 16
   eval_tokens: int | None = 65_536
   num_devices: int | None = None
+  mesh: str | None = None
 
   def __post_init__(self):
     for name in ("batch_size", "seq_len", "steps", "log_every", "checkpoint_every",
@@ -67,6 +74,12 @@ class TrainConfig:
                        f"{self.warmup_steps}")
     if self.eval_tokens is not None and self.eval_tokens < 1:
       raise ValueError(f"TrainConfig.eval_tokens must be >= 1 or None, got {self.eval_tokens}")
+    if self.mesh is not None:
+      sizes = parse_mesh(self.mesh)
+      if self.batch_size % (sizes["data"] * sizes["fsdp"]):
+        raise ValueError(f"TrainConfig.batch_size ({self.batch_size}) must be divisible by the "
+                         f"devices the batch is split over: data x fsdp = "
+                         f"{sizes['data'] * sizes['fsdp']} in TrainConfig.mesh {self.mesh!r}")
 
   from_dict = classmethod(_from_dict)
 

@@ -25,12 +25,13 @@ import jax
 import numpy as np
 
 from sdm_jax.data.batches import train_batch
+from sdm_jax.sharding import make_mesh, mesh_sizes
 from sdm_jax.training import records
 from sdm_jax.training.checkpoint import Checkpointer
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.optim import learning_rate_schedule, optimizer_for
-from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step, replicated,
-                                         shard_batch)
+from sdm_jax.training.train_step import (TrainState, init_state, make_train_step, shard_batch,
+                                         tree_bytes)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -98,36 +99,52 @@ def fit(*, init_params: Callable[[jax.Array], Any],
       schedule still spans config.steps, and a later call resumes from here.
 
   Returns:
-    FitResult: the final `TrainState` (replicated over the mesh) and the summary
-    {"step", "train_loss", "tokens_per_s", "step_ms", "elapsed_s", "stopped_by",
-    **evaluate(params)}: tokens_per_s and step_ms are those of the last logging interval
-    (compilation falls in the first); step_ms is None when nothing was trained;
-    stopped_by is "SIGTERM" or "SIGINT" when a signal stopped training early (then
-    nothing is evaluated), else None. The summary is also written to summary.json.
+    FitResult: the final `TrainState` (sharded over the mesh, `train_step.state_shardings`)
+    and the summary {"step", "train_loss", "tokens_per_s", "step_ms", "elapsed_s",
+    "stopped_by", "mesh", "param_bytes", "param_bytes_per_device", **evaluate(params)}:
+    tokens_per_s and step_ms are those of the last logging interval (compilation falls in
+    the first); step_ms is None when nothing was trained; stopped_by is "SIGTERM" or
+    "SIGINT" when a signal stopped training early (then nothing is evaluated), else None;
+    mesh the axis sizes {"data", "fsdp", "model"}; param_bytes_per_device the parameter
+    bytes one device holds. The summary is also written to summary.json.
+
+  The mesh is `config.mesh` over `config.num_devices` (`sdm_jax.sharding.make_mesh`). With
+  several processes (`training.distributed`) every process calls `fit` alike; only process
+  0 logs and writes metrics.jsonl and summary.json.
   """
-  mesh = make_mesh(config.num_devices)
+  mesh = make_mesh(config.mesh, num_devices=config.num_devices)
+  primary = jax.process_index() == 0
+  if not primary:
+    log = lambda line: None  # noqa: E731 - one process speaks for the run
   optimizer = optimizer_for(config)
-  state = TrainState.create(init_params(jax.random.PRNGKey(config.seed)), optimizer)
-  state = jax.device_put(state, replicated(mesh))
+  # A checkpoint restores into these shardings whatever mesh it was saved from.
+  state, shardings = init_state(init_params, optimizer, mesh, jax.random.PRNGKey(config.seed))
   checkpointer = Checkpointer(workdir, max_to_keep=config.keep_checkpoints)
   if checkpointer.latest_step() is not None:
     state = checkpointer.restore(state)
     for damaged in checkpointer.damaged_steps:  # this run will write those steps again
       checkpointer.delete(damaged)
     log(f"resumed from {checkpointer.directory} at step {int(state.step)}")
-  train_step = make_train_step(loss_fn, optimizer, mesh)
+  train_step = make_train_step(loss_fn, optimizer, mesh, shardings)
+  param_bytes, param_bytes_per_device = tree_bytes(state.params)
+
+  def run_evaluation(params) -> dict[str, Any]:
+    with jax.set_mesh(mesh):  # the layers split their ops as in training
+      return evaluate(params)
   schedule_lr = learning_rate_schedule(config.peak_lr, config.warmup_steps, config.steps,
                                        config.min_lr_ratio)
 
   start_step = int(state.step)
-  records.keep_metrics_through(workdir, start_step)
+  if primary:
+    records.keep_metrics_through(workdir, start_step)
   tokens_per_step = config.batch_size * config.seq_len
   metrics_path = os.path.join(workdir, records.METRICS_FILE)
   run_start = interval_start = time.perf_counter()
   interval_steps, last_loss, tokens_per_s, evaluation = 0, float("nan"), 0.0, {}
   end_step = config.steps if stop_after is None else min(stop_after, config.steps)
   stopped_by = None
-  with open(metrics_path, "a") as metrics_file, _stop_requests() as stop_requests:
+  with (open(metrics_path, "a") if primary else open(os.devnull, "w")) as metrics_file, \
+      _stop_requests() as stop_requests:
     for step in range(start_step, end_step):
       state, metrics = train_step(state, shard_batch(draw_batch(step), mesh))
       interval_steps += 1
@@ -150,7 +167,7 @@ def fit(*, init_params: Callable[[jax.Array], Any],
             f"eta {_duration(eta_s)}")
         interval_start, interval_steps = time.perf_counter(), 0
       if config.eval_every and done % config.eval_every == 0 and not is_last:
-        evaluation = evaluate(state.params)
+        evaluation = run_evaluation(state.params)
         log(f"step {done} | " + " | ".join(f"{k} {v:.4f}" for k, v in evaluation.items()
                                            if isinstance(v, float)))
       if done % config.checkpoint_every == 0 or is_last:
@@ -162,12 +179,14 @@ def fit(*, init_params: Callable[[jax.Array], Any],
   checkpointer.close()
   if start_step >= config.steps:
     log(f"workdir already holds step {start_step} >= steps={config.steps}: nothing to train")
-  evaluation = {} if stopped_by else evaluate(state.params)
+  evaluation = {} if stopped_by else run_evaluation(state.params)
   summary = {"step": int(state.step), "train_loss": last_loss, "tokens_per_s": tokens_per_s,
              "step_ms": 1e3 * tokens_per_step / tokens_per_s if tokens_per_s else None,
              "elapsed_s": time.perf_counter() - run_start, "stopped_by": stopped_by,
-             **evaluation}
-  records.write_summary(workdir, summary)
+             "mesh": mesh_sizes(mesh), "param_bytes": param_bytes,
+             "param_bytes_per_device": param_bytes_per_device, **evaluation}
+  if primary:
+    records.write_summary(workdir, summary)
   return FitResult(state=state, summary=summary)
 
 

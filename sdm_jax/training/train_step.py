@@ -1,7 +1,11 @@
-"""The jitted training step, sharded over a `jax.sharding.Mesh` data axis.
+"""The jitted training step on a (data, fsdp, model) mesh (`sdm_jax.sharding`).
 
-Parameters and optimizer state are replicated; each batch is split along its first axis
-over the mesh's "data" axis, so the same code runs on one device and on many.
+The batch is split along its first axis over data x fsdp. Parameters and optimizer state
+are sharded by `state_shardings`: over "fsdp" ZeRO-3 style (each leaf along its largest
+divisible dimension; XLA gathers a leaf where it is used and reduce-scatters its gradient)
+and SDM's M0 also over "model" along its value columns. With the default mesh (every device
+on "data") everything is replicated and this is plain data parallelism; on one device the
+same code runs unsharded.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-DATA_AXIS = "data"
+from sdm_jax import sharding
+from sdm_jax.layers.sparse_delta_memory import INITIAL_MEMORY_NAME
+from sdm_jax.sharding import BATCH_AXES, FSDP_AXIS, MODEL_AXIS
 
 # loss_fn(params, batch) -> (scalar loss, dict of scalar metrics)
 LossFn = Callable[[Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
@@ -40,30 +46,73 @@ class TrainState:
                first_nonfinite_step=jnp.full((), -1, jnp.int32))
 
 
-def make_mesh(num_devices: int | None = None) -> Mesh:
-  """A 1-D mesh over the first `num_devices` devices (all by default), axis "data"."""
-  devices = jax.devices()
-  num_devices = len(devices) if num_devices is None else num_devices
-  if not 1 <= num_devices <= len(devices):
-    raise ValueError(f"num_devices must be in [1, {len(devices)}], got {num_devices}")
-  return Mesh(np.array(devices[:num_devices]), (DATA_AXIS,))
-
-
 def replicated(mesh: Mesh) -> NamedSharding:
   return NamedSharding(mesh, PartitionSpec())
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
-  return NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+  """Rows split over data x fsdp, replicated over model."""
+  return NamedSharding(mesh, PartitionSpec(BATCH_AXES))
 
 
 def shard_batch(batch: np.ndarray, mesh: Mesh) -> jax.Array:
-  """Places a host batch on the mesh, split along its first axis."""
-  devices = mesh.shape[DATA_AXIS]
+  """Places the step's global host batch on the mesh, split along its first axis.
+
+  Every process holds the same global batch (a pure function of the step) and transfers
+  only the rows of its own devices, so this serves one process and many alike.
+  """
+  devices = sharding.batch_devices(mesh)
   if batch.shape[0] % devices:
-    raise ValueError(f"batch size {batch.shape[0]} must be divisible by the number of data "
-                     f"devices ({devices})")
-  return jax.device_put(batch, batch_sharding(mesh))
+    raise ValueError(f"TrainConfig.batch_size ({batch.shape[0]}) must be divisible by the "
+                     f"devices the batch is split over (data x fsdp = {devices})")
+  return jax.make_array_from_callback(batch.shape, batch_sharding(mesh),
+                                      lambda index: batch[index])
+
+
+def _leaf_spec(path, shape: tuple[int, ...], mesh: Mesh) -> PartitionSpec:
+  """M0 [H, N, Dv] split over "model" along Dv; then the largest dimension "fsdp" divides
+  split over "fsdp"; scalars and leaves nothing divides stay whole."""
+  spec = [None] * len(shape)
+  name = getattr(path[-1], "key", getattr(path[-1], "name", None)) if path else None
+  model, fsdp = mesh.shape[MODEL_AXIS], mesh.shape[FSDP_AXIS]
+  if name == INITIAL_MEMORY_NAME and len(shape) == 3 and model > 1 and shape[-1] % model == 0:
+    spec[-1] = MODEL_AXIS
+  if fsdp > 1:
+    free = [d for d in range(len(shape)) if spec[d] is None and shape[d] % fsdp == 0]
+    if free:
+      spec[max(free, key=lambda d: shape[d])] = FSDP_AXIS
+  return PartitionSpec(*spec)
+
+
+def state_shardings(tree: Any, mesh: Mesh) -> Any:
+  """The NamedSharding of every leaf of `tree` (a TrainState, parameters, or their shapes).
+
+  Adam's moments mirror the parameters' paths and shapes, so they shard as the parameters.
+  """
+  return jax.tree_util.tree_map_with_path(
+      lambda path, leaf: NamedSharding(mesh, _leaf_spec(path, np.shape(leaf), mesh)), tree)
+
+
+def init_state(init_params: Callable[[jax.Array], Any], optimizer: optax.GradientTransformation,
+               mesh: Mesh, rng: jax.Array) -> tuple[TrainState, Any]:
+  """A fresh TrainState created directly in its shards (no device ever holds a whole
+  sharded leaf); returns (state, its shardings)."""
+  create = lambda rng: TrainState.create(init_params(rng), optimizer)  # noqa: E731
+  with jax.set_mesh(mesh):
+    shardings = state_shardings(jax.eval_shape(create, rng), mesh)
+    return jax.jit(create, out_shardings=shardings)(rng), shardings
+
+
+def tree_bytes(tree: Any) -> tuple[int, int]:
+  """(bytes of every leaf of a tree of arrays, bytes of the largest share one device holds)."""
+  total, per_device = 0, 0
+  for leaf in jax.tree.leaves(tree):
+    itemsize = np.dtype(leaf.dtype).itemsize
+    total += int(np.prod(leaf.shape)) * itemsize
+    shard_shape = leaf.sharding.shard_shape(leaf.shape) if hasattr(leaf, "sharding") else \
+        leaf.shape
+    per_device += int(np.prod(shard_shape)) * itemsize
+  return total, per_device
 
 
 def global_norm(tree) -> jax.Array:
@@ -71,11 +120,15 @@ def global_norm(tree) -> jax.Array:
   return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
 
 
-def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation, mesh: Mesh):
+def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation, mesh: Mesh,
+                    state_sharding: Any):
   """Returns `step(state, batch) -> (state, metrics)`, jitted with explicit shardings.
 
-  metrics: the loss_fn's metrics plus "loss", "grad_norm" (before clipping) and "finite".
-  The input state is donated: its buffers are reused for the output state.
+  state_sharding: the state's shardings (`state_shardings`, or one sharding such as
+  `replicated(mesh)` for every leaf); the new state keeps them. The step traces with `mesh`
+  in JAX's context, so the layers split their ops over it (`sdm_jax.sharding.over_mesh`).
+  metrics: the loss_fn's metrics plus "loss", "grad_norm" (before clipping) and "finite",
+  replicated. The input state is donated: its buffers are reused for the output state.
   """
 
   def step(state: TrainState, batch: jax.Array):
@@ -90,6 +143,10 @@ def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation, me
                            first_nonfinite_step=first_bad)
     return new_state, {**metrics, "loss": loss, "grad_norm": grad_norm, "finite": finite}
 
-  state_sharding = replicated(mesh)
-  return jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
-                 out_shardings=(state_sharding, state_sharding), donate_argnums=0)
+  jitted = jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
+                   out_shardings=(state_sharding, replicated(mesh)), donate_argnums=0)
+
+  def run(state: TrainState, batch: jax.Array):
+    with jax.set_mesh(mesh):
+      return jitted(state, batch)
+  return run

@@ -15,13 +15,18 @@ from sdm_jax.models.config import LMConfig
 from sdm_jax.training.checkpoint import Checkpointer
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.optim import optimizer_for
-from sdm_jax.training.train_step import TrainState, make_mesh, replicated
+from sdm_jax.sharding import make_mesh
+from sdm_jax.training.train_step import TrainState, replicated
 
 CONFIG_FILE = "config.json"
 
 
 def write_workdir_config(workdir: str, config: dict[str, Any]) -> None:
-  """Writes config.json, or checks that an existing one describes the same model."""
+  """Writes config.json, or checks that an existing one describes the same model.
+
+  With several processes every one checks and only process 0 writes; the write replaces
+  the file whole, so a process reading meanwhile sees the old or the new file.
+  """
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, CONFIG_FILE)
   if os.path.exists(path):
@@ -30,8 +35,11 @@ def write_workdir_config(workdir: str, config: dict[str, Any]) -> None:
     if existing.get("model") != config.get("model") or existing.get("kind") != config.get("kind"):
       raise ValueError(f"workdir {workdir} holds a run of a different model ({path}); use a new "
                        "--workdir or the same model config")
-  with open(path, "w") as f:
-    json.dump(config, f, indent=2, sort_keys=True)
+  if jax.process_index() == 0:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+      json.dump(config, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
 
 
 def read_workdir_config(workdir: str, kind: str | None = None) -> dict[str, Any]:
@@ -78,7 +86,7 @@ def restore_params(workdir: str, init_params: Callable[[jax.Array], Any],
   optimizer = optimizer_for(train_config)
   abstract = jax.eval_shape(
       lambda: TrainState.create(init_params(jax.random.PRNGKey(0)), optimizer))
-  sharding = replicated(make_mesh(1))
+  sharding = replicated(make_mesh(num_devices=1))
   abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
                           abstract)
   checkpointer = Checkpointer(workdir)

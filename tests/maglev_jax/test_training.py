@@ -76,8 +76,9 @@ def test_gradients_reach_q_through_the_injected_targets():
 _SHARDED_STEP = textwrap.dedent("""
     import jax, numpy as np, optax
     from maglev_jax.training import maglev_loss_fn
-    from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step,
-                                             replicated, shard_batch)
+    from sdm_jax.sharding import make_mesh
+    from sdm_jax.training.train_step import (TrainState, make_train_step, replicated,
+                                             shard_batch)
     from tests.maglev_jax.helpers import random_params, tiny_model
     assert jax.device_count() == 4, jax.devices()
     model = tiny_model(num_layers=1, prefiller_pattern="A", sharing="shared",
@@ -89,9 +90,9 @@ _SHARDED_STEP = textwrap.dedent("""
     batch = np.random.default_rng(0).integers(0, 40, (8, 13)).astype(np.int32)
     results = []
     for devices in (1, 4):
-      mesh = make_mesh(devices)
+      mesh = make_mesh(num_devices=devices)
       state = jax.device_put(TrainState.create(params, optimizer), replicated(mesh))
-      step = make_train_step(maglev_loss_fn(model), optimizer, mesh)
+      step = make_train_step(maglev_loss_fn(model), optimizer, mesh, replicated(mesh))
       state, metrics = step(state, shard_batch(batch, mesh))
       results.append((jax.device_get(state.params), jax.device_get(metrics)))
     (params_1, metrics_1), (params_4, metrics_4) = results

@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 from sdm_jax.models.config import LMConfig  # noqa: E402
 from sdm_jax.models.lm import LM  # noqa: E402
 from sdm_jax.training.config import TrainConfig  # noqa: E402
-from sdm_jax.training.train_step import (TrainState, make_mesh, make_train_step,  # noqa: E402
+from sdm_jax.sharding import make_mesh  # noqa: E402
+from sdm_jax.training.train_step import (TrainState, make_train_step,  # noqa: E402
                                          replicated, shard_batch)
 from sdm_jax.training.lm_training import lm_loss_fn  # noqa: E402
 from sdm_jax.training.optim import optimizer_for  # noqa: E402
@@ -29,11 +30,11 @@ def main():
   batch = np.random.default_rng(0).integers(0, 259, (8, 33)).astype(np.int32)
   results = {}
   for devices in (1, 4):
-    mesh = make_mesh(devices)
+    mesh = make_mesh(num_devices=devices)
     # Fresh parameters per run: the step donates (and so deletes) its input state.
     params = model.init(jax.random.PRNGKey(0), batch[:, :-1])
     state = jax.device_put(TrainState.create(params, optimizer), replicated(mesh))
-    step = make_train_step(lm_loss_fn(model), optimizer, mesh)
+    step = make_train_step(lm_loss_fn(model), optimizer, mesh, replicated(mesh))
     for _ in range(2):
       state, metrics = step(state, shard_batch(batch, mesh))
     results[devices] = (jax.device_get(state.params), float(metrics["loss"]),

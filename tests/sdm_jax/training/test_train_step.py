@@ -12,7 +12,8 @@ import pytest
 
 from tests.subprocess_env import subprocess_pythonpath
 
-from sdm_jax.training.train_step import make_mesh, shard_batch
+from sdm_jax.sharding import make_mesh
+from sdm_jax.training.train_step import shard_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 
@@ -32,7 +33,7 @@ def test_four_device_step_equals_one_device_step():
 
 
 def test_batch_must_divide_over_devices():
-  mesh = make_mesh(1)
+  mesh = make_mesh(num_devices=1)
   assert shard_batch(np.zeros((3, 5), np.int32), mesh).shape == (3, 5)
   with pytest.raises(ValueError, match="num_devices"):
-    make_mesh(10_000)
+    make_mesh(num_devices=10_000)
