@@ -18,6 +18,7 @@ import numpy as np
 
 from maglev_jax.inference import recurrent_memories
 from maglev_jax.model import Maglev, Params, shift_memories
+from sdm_jax import sharding
 from sdm_jax.data.batches import eval_batches
 from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
 from sdm_jax.metrics import evaluate_validation
@@ -48,7 +49,7 @@ def maglev_nll_fn(model: Maglev, source: str) -> Callable[[Params, jax.Array, ja
 
   def nll(params, inputs, targets):
     memories = memories_for(model, params, inputs, source)
-    return cross_entropy(model.logits(params, memories), targets)
+    return sharding.gathered(cross_entropy(model.logits(params, memories), targets))
   return jax.jit(nll)
 
 

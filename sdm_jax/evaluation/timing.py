@@ -36,12 +36,12 @@ def time_call(fn: Callable[[], Any], *, warmup: int = 2, repeats: int = 10) -> d
   }
 
 
-def peak_memory_bytes() -> int | None:
-  """Peak bytes in use on the first device since start-up, where the backend reports it."""
-  stats = jax.devices()[0].memory_stats()
-  if not stats:
-    return None
-  return stats.get("peak_bytes_in_use")
+def peak_memory_bytes(devices=None) -> int | None:
+  """Peak bytes in use since start-up on the first device, or the largest peak among
+  `devices`, where the backend reports it (None where it does not, e.g. on CPU)."""
+  peaks = [(device.memory_stats() or {}).get("peak_bytes_in_use")
+           for device in (devices or jax.devices()[:1])]
+  return None if None in peaks else max(peaks)
 
 
 def compiled_temp_bytes(jitted: Callable[..., Any], *args) -> int | None:

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sdm_jax import sharding
 from sdm_jax.data.batches import eval_batches
 from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
 from sdm_jax.metrics import evaluate_validation
@@ -28,8 +29,8 @@ def lm_loss_fn(model: LM) -> Callable[[Any, jax.Array], tuple[jax.Array, dict[st
 
 def lm_nll_fn(model: LM) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
   """Jitted per-token nats: (params, inputs [B, T], targets [B, T]) -> [B, T]."""
-  return jax.jit(lambda params, inputs, targets: cross_entropy(model.apply(params, inputs),
-                                                               targets))
+  return jax.jit(lambda params, inputs, targets: sharding.gathered(
+      cross_entropy(model.apply(params, inputs), targets)))
 
 
 def lm_evaluator(model: LM, val_tokens: np.ndarray, *, batch_size: int, seq_len: int,

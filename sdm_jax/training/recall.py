@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sdm_jax import sharding
 from sdm_jax.data.recall_tasks import IGNORE_LABEL, check_task, make_examples
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM, cross_entropy
@@ -58,7 +59,7 @@ def recall_accuracy(model: LM, params, inputs: np.ndarray, targets: np.ndarray, 
 
   Returns {"accuracy", "n" (examples), "positions" (labelled positions)}.
   """
-  predict = jax.jit(lambda p, x: jnp.argmax(model.apply(p, x), axis=-1))
+  predict = jax.jit(lambda p, x: sharding.gathered(jnp.argmax(model.apply(p, x), axis=-1)))
   correct = total = 0
   for start in range(0, inputs.shape[0], batch_size):
     x, y = inputs[start:start + batch_size], targets[start:start + batch_size]

@@ -32,6 +32,12 @@ def test_train_evaluate_generate_round_trip(run_cli, tmp_path, config, overrides
   assert trained["step"] == 3
   for key in ("train_loss", "val_bpb", "tokens_per_s"):
     assert trained[key] > 0
+  # One CPU device: the default mesh, every parameter byte on it (float32 parameters).
+  assert trained["mesh"] == {"data": 1, "fsdp": 1, "model": 1}
+  assert trained["param_bytes"] == trained["param_bytes_per_device"]
+  assert trained["param_bytes"] == 4 * last_json(run_cli(
+      "describe", config_file, *TINY, *overrides))["parameters"]["total"]
+  assert trained["peak_bytes_per_device"] is None  # CPU reports no memory statistics
   assert os.path.exists(os.path.join(workdir, "metrics.jsonl"))
   # A second call resumes: nothing left to train, same step.
   resumed = last_json(run_cli("train", config_file, f"--workdir={workdir}",
