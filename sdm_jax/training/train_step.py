@@ -125,14 +125,15 @@ def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation, me
   """Returns `step(state, batch) -> (state, metrics)`, jitted with explicit shardings.
 
   state_sharding: the state's shardings (`state_shardings`, or one sharding such as
-  `replicated(mesh)` for every leaf); the new state keeps them. The step traces with `mesh`
+  `replicated(mesh)` for every leaf); the new state keeps them. The loss traces with `mesh`
   in JAX's context, so the layers split their ops over it (`sdm_jax.sharding.over_mesh`).
   metrics: the loss_fn's metrics plus "loss", "grad_norm" (before clipping) and "finite",
   replicated. The input state is donated: its buffers are reused for the output state.
   """
 
   def step(state: TrainState, batch: jax.Array):
-    (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
+    with jax.sharding.use_abstract_mesh(mesh.abstract_mesh):
+      (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
     grad_norm = global_norm(grads)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
@@ -143,10 +144,5 @@ def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation, me
                            first_nonfinite_step=first_bad)
     return new_state, {**metrics, "loss": loss, "grad_norm": grad_norm, "finite": finite}
 
-  jitted = jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
-                   out_shardings=(state_sharding, replicated(mesh)), donate_argnums=0)
-
-  def run(state: TrainState, batch: jax.Array):
-    with jax.set_mesh(mesh):
-      return jitted(state, batch)
-  return run
+  return jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
+                 out_shardings=(state_sharding, replicated(mesh)), donate_argnums=0)
