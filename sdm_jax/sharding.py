@@ -9,9 +9,9 @@ Three axes, each of size 1 unless asked for (`TrainConfig.mesh`, e.g. "data=2,fs
 
 SDM's recurrence is independent per value column (every plan coefficient is table-free,
 DESIGN.md 3.4), and GDN's and attention's per head, so each op runs under `shard_map` on its
-own slice with no communication inside (`over_mesh`); the readings meet the replicated
-output projection afterwards. Layers find the mesh in JAX's context (`jax.set_mesh`, which
-`make_train_step` enters); without one they call the op as is.
+own slice with no communication inside (`over_mesh`); the readings meet the output
+projection afterwards. Layers find the mesh in JAX's context (`make_train_step` traces the
+loss under it, `fit` evaluates under `jax.set_mesh`); without one they call the op as is.
 """
 
 from __future__ import annotations
@@ -63,11 +63,6 @@ def parse_mesh(spec: str) -> dict[str, int]:
   return sizes
 
 
-def mesh_spec(sizes: dict[str, int]) -> str:
-  """The canonical spec of axis sizes: every axis, in mesh order ("data=8,fsdp=1,model=1")."""
-  return ",".join(f"{axis}={sizes[axis]}" for axis in MESH_AXES)
-
-
 def make_mesh(spec: str | None = None, *, num_devices: int | None = None) -> Mesh:
   """The (data, fsdp, model) mesh of `spec` over the first `num_devices` devices.
 
@@ -107,8 +102,8 @@ def batch_devices(mesh) -> int:
 
 
 def context_mesh():
-  """The mesh of JAX's context (`jax.set_mesh`) if it is a training mesh of more than one
-  device, else None."""
+  """The mesh of JAX's context (`jax.set_mesh`, `jax.sharding.use_abstract_mesh`) if it is
+  a training mesh of more than one device, else None."""
   mesh = jax.sharding.get_abstract_mesh()
   if mesh.empty or not set(MESH_AXES) <= set(mesh.axis_names) or mesh.size == 1:
     return None
@@ -168,8 +163,8 @@ def over_mesh(fn: Callable, in_layouts: Sequence[Layout], out_layouts: Sequence[
     batch_split = batch_devices(mesh)
     batch_sizes = {arg.shape[layout.index(BATCH)] for arg, layout in zip(args, in_layouts)
                    if BATCH in layout}
-    split_batch = batch_split > 1 and all(size % batch_split == 0 for size in batch_sizes)
-    if model == 1 and not split_batch:
+    batch_is_split = batch_split > 1 and all(size % batch_split == 0 for size in batch_sizes)
+    if model == 1 and not batch_is_split:
       return fn(*args)
     for arg, layout in zip(args, in_layouts):
       for dim, role in enumerate(layout):
@@ -178,7 +173,7 @@ def over_mesh(fn: Callable, in_layouts: Sequence[Layout], out_layouts: Sequence[
                            f"{arg.shape[dim]}; choose another {MESH_FIELD}")
 
     def spec(layout: Layout) -> PartitionSpec:
-      axes = {BATCH: BATCH_AXES if split_batch else None,
+      axes = {BATCH: BATCH_AXES if batch_is_split else None,
               MODEL: MODEL_AXIS if model > 1 else None, None: None}
       return PartitionSpec(*(axes[role] for role in layout))
 

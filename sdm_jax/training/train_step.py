@@ -104,7 +104,8 @@ def init_state(init_params: Callable[[jax.Array], Any], optimizer: optax.Gradien
 
 
 def tree_bytes(tree: Any) -> tuple[int, int]:
-  """(bytes of every leaf of a tree of arrays, bytes of the largest share one device holds)."""
+  """(bytes of every leaf of a tree of arrays, bytes each device holds of them): every
+  leaf's shards are equal, `state_shardings` splitting only dimensions the axes divide."""
   total, per_device = 0, 0
   for leaf in jax.tree.leaves(tree):
     itemsize = np.dtype(leaf.dtype).itemsize

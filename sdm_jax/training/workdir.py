@@ -12,10 +12,10 @@ import jax
 import numpy as np
 
 from sdm_jax.models.config import LMConfig
+from sdm_jax.sharding import make_mesh
 from sdm_jax.training.checkpoint import Checkpointer
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.optim import optimizer_for
-from sdm_jax.sharding import make_mesh
 from sdm_jax.training.train_step import TrainState, replicated
 
 CONFIG_FILE = "config.json"

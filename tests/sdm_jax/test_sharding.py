@@ -17,7 +17,7 @@ from sdm_jax.training.train_step import state_shardings
 def test_parse_mesh_fills_left_out_axes_with_one():
   assert sharding.parse_mesh("data=2,fsdp=2,model=2") == {"data": 2, "fsdp": 2, "model": 2}
   assert sharding.parse_mesh(" model=4 , data=2") == {"data": 2, "fsdp": 1, "model": 4}
-  assert sharding.mesh_spec(sharding.parse_mesh("fsdp=8")) == "data=1,fsdp=8,model=1"
+  assert sharding.parse_mesh("fsdp=8") == {"data": 1, "fsdp": 8, "model": 1}
 
 
 @pytest.mark.parametrize("spec, message", [
