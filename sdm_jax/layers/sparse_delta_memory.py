@@ -37,15 +37,15 @@ from sdm_jax.ops.sparse_delta import sparse_delta_rule, sparse_delta_step
 
 INITIAL_MEMORY_NAME = "M0"
 
-# How `sparse_delta_rule`'s arguments and results split over a mesh: tokens by sequence,
-# values, readings and tables also by value column.
+# How `sparse_delta_rule`'s arguments and results split over a mesh (`sharding.over_mesh`):
+# tokens by sequence, values, readings and tables also by value column.
 _TOKENS = (sharding.BATCH,)
 _COLUMNS = (sharding.BATCH, None, None, sharding.MODEL)  # [B, T, H, Dv] and [B, H, N, Dv]
 _SHARED_TABLE = (None, None, sharding.MODEL)  # [H, N, Dv]
-_OP_LAYOUTS = dict(in_layouts=(_SHARED_TABLE, _TOKENS, _TOKENS, _COLUMNS, _TOKENS, _TOKENS,
-                               _TOKENS, _TOKENS),
-                   out_layouts=(_COLUMNS, _COLUMNS),
-                   model_dims="SDM's value dim per head Dv (model_dim / sdm_heads)")
+OP_LAYOUTS = dict(in_layouts=(_SHARED_TABLE, _TOKENS, _TOKENS, _COLUMNS, _TOKENS, _TOKENS,
+                              _TOKENS, _TOKENS),
+                  out_layouts=(_COLUMNS, _COLUMNS),
+                  model_dims="SDM's value dim per head Dv (model_dim / sdm_heads)")
 
 
 class SparseDeltaMemoryCache(NamedTuple):
@@ -175,7 +175,7 @@ class SparseDeltaMemory(RecurrentMixer):
     memory = self.initial_memory.astype(self.table_dtype)  # [H, N, Dv], broadcast over B
     op = functools.partial(sparse_delta_rule, chunk_size=self.chunk_size, error=self.error,
                            impl=self.impl)
-    readings, final_memory = sharding.over_mesh(op, **_OP_LAYOUTS)(memory, *inputs)
+    readings, final_memory = sharding.over_mesh(op, **OP_LAYOUTS)(memory, *inputs)
     return self._output(x, readings), SparseDeltaMemoryCache(memory=final_memory)
 
   def decode(self, x: jax.Array, positions: jax.Array, cache: SparseDeltaMemoryCache):

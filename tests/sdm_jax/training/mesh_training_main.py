@@ -2,8 +2,9 @@
 `sdm_tiny` or `gdn_tiny`, cut to their last two layers (SM, SG: a sliding-window layer and
 the memory layer) to keep compiles short, on 8 sequences of 32 tokens for 3 steps, on one
 device and on the meshes (8), (2, 2, 2), (1, 4, 2); saves a checkpoint on (2, 2, 2) and
-restores it onto (1, 4, 2) and onto one device. Prints one JSON line of what the test
-checks."""
+restores it onto (1, 4, 2) and onto one device; for sdm_tiny also splits the op's Pallas
+path (the GPU default, interpreted here) over (2, 2, 2). Prints one JSON line of what the
+test checks."""
 
 import os
 import sys
@@ -13,6 +14,7 @@ os.environ["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=8 "
                            "--xla_llvm_disable_expensive_passes=true "
                            "--xla_backend_optimization_level=0")
 
+import functools  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
 
@@ -22,7 +24,10 @@ import numpy as np  # noqa: E402
 
 from experiments import common  # noqa: E402
 from experiments.configs import gdn_tiny, sdm_tiny  # noqa: E402
+from sdm_jax import sharding  # noqa: E402
+from sdm_jax.layers.sparse_delta_memory import OP_LAYOUTS as SDM_OP_LAYOUTS  # noqa: E402
 from sdm_jax.models.lm import LM  # noqa: E402
+from sdm_jax.ops.sparse_delta import sparse_delta_rule  # noqa: E402
 from sdm_jax.sharding import make_mesh  # noqa: E402
 from sdm_jax.training.checkpoint import Checkpointer  # noqa: E402
 from sdm_jax.training.lm_training import lm_loss_fn  # noqa: E402
@@ -55,6 +60,39 @@ def leaf_named(tree, name: str):
   """The leaves of a tree whose path ends in `name` (M0 of the params and of Adam's moments)."""
   return [leaf for path, leaf in jax.tree_util.tree_leaves_with_path(tree)
           if getattr(path[-1], "key", None) == name]
+
+
+def pallas_op_on_mesh() -> float:
+  """The Pallas phase 2 (interpret mode on CPU) of SDM's op split by `over_mesh` over
+  (2, 2, 2) against the same op whole: the largest relative difference in the loss value and
+  the gradients w.r.t. M0, v, beta and g (Dv = 32: 16 columns per device)."""
+  batch, length, heads, slots, columns, count = 4, 16, 1, 64, 32, 4
+  rng = np.random.default_rng(1)
+  ids = lambda: jnp.asarray(np.stack([rng.choice(slots, count, replace=False)  # noqa: E731
+                                      for _ in range(batch * length * heads)]).reshape(
+                                          batch, length, heads, count), jnp.int32)
+  normal = lambda *shape: jnp.asarray(rng.normal(size=shape), jnp.float32)  # noqa: E731
+  write_idx, read_idx = ids(), ids()
+  write_w = jax.nn.softmax(normal(batch, length, heads, count))
+  read_w = jax.nn.softmax(normal(batch, length, heads, count))
+  m0, v = normal(heads, slots, columns), normal(batch, length, heads, columns)
+  beta = jax.nn.sigmoid(normal(batch, length, heads))
+  g = -jax.nn.softplus(normal(batch, length, heads))
+  op = functools.partial(sparse_delta_rule, chunk_size=16, impl="pallas")
+
+  def loss(split, m0, v, beta, g):
+    run = sharding.over_mesh(op, **SDM_OP_LAYOUTS) if split else op
+    out, final = run(m0, write_idx, write_w, v, beta, g, read_idx, read_w)
+    return jnp.sum(jnp.sin(out)) + 0.01 * jnp.sum(jnp.square(final))
+
+  args = (m0, v, beta, g)
+  whole = jax.jit(jax.value_and_grad(functools.partial(loss, False), argnums=(0, 1, 2, 3)))(
+      *args)
+  with jax.set_mesh(make_mesh("data=2,fsdp=2,model=2")):
+    split = jax.jit(jax.value_and_grad(functools.partial(loss, True), argnums=(0, 1, 2, 3)))(
+        *args)
+  return max(float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(a)))
+             for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(split)))
 
 
 def main(config_name: str):
@@ -113,6 +151,8 @@ def main(config_name: str):
     next_loss = float(step(restored, shard_batch(batches[STEPS], mesh))[1]["loss"])
     result["restore"][name] = {"same_values": same_values, "same_shardings": same_shardings,
                                "next_loss": next_loss}
+  if config_name == "sdm_tiny":
+    result["pallas_op_relative_error"] = pallas_op_on_mesh()
   print(json.dumps(result))
 
 
