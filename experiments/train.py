@@ -89,7 +89,8 @@ def main(argv):
     print(records.dumps({"config": config.name, "workdir": workdir,
                          "process_id": jax.process_index(), **summary}))
     return cli.stop_status(stopped_by)
-  records.write_summary(workdir, summary)
+  if not stopped_by:
+    records.write_summary(workdir, summary)
   if _SAMPLE_TOKENS.value > 0 and not stopped_by:
     if jax.process_count() > 1:
       print(f"no sample from a multi-process run: python -m experiments.generate "
