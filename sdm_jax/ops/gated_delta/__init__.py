@@ -8,22 +8,34 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.gated_delta import state_pallas
 from sdm_jax.ops import dispatch
+from sdm_jax.ops.precision import accumulation_dtype
 from sdm_jax.ops.gated_delta.chunk import STATE_PASSES
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
 from sdm_jax.ops.gated_delta.naive import gated_delta_rule_reference
 from sdm_jax.ops.gated_delta.naive import gated_delta_step
 
-IMPLS = ("auto", "reference", "chunked")
+IMPLS = ("auto", "reference", "chunked", "pallas")
+
+# "auto" keeps the XLA state pass until the state kernel has been compiled and timed on the
+# H200 against it (issue 16); `impl="pallas"` runs the kernel now.
+_AUTO_WAITS_FOR_GPU_TIMING = "the state kernel is not yet timed on a GPU"
+
+
+def pallas_unsupported(q, k, v) -> str | None:
+  """Why the Pallas state kernel cannot take these inputs (q, k [B, T, H, K], v [B, T, H, V]),
+  or None if it can."""
+  return state_pallas.kernel_limits(key_dim=q.shape[-1], value_dim=v.shape[-1],
+                                    dtype=accumulation_dtype(q.dtype, k.dtype, v.dtype))
 
 
 def resolve_impl(impl: str) -> str:
   """The implementation `impl` runs: "auto" is the chunked XLA path on every platform
-  (its state pass chosen by `default_state_pass`) until the GDN kernel exists."""
-  if impl == "pallas":
-    raise ValueError(f"impl must be one of {IMPLS} (no Pallas kernel for the gated delta "
-                     f"rule yet), got 'pallas'")
-  return dispatch.resolve_impl(impl, IMPLS, xla="chunked")
+  (its state pass chosen by `default_state_pass`) until the state kernel is timed on the
+  GPU; "pallas" is the chunked path with the Pallas state kernel."""
+  return dispatch.resolve_impl(impl, IMPLS, xla="chunked",
+                               pallas_unsupported=lambda: _AUTO_WAITS_FOR_GPU_TIMING)
 
 
 def default_state_pass(dtype) -> str:
@@ -50,7 +62,9 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
     initial_state: [B, H, K, V] or None (zeros).
     chunk_size: tokens per chunk of the chunked path (> 0); any T works.
     impl: "auto" (chunked, with the platform's `default_state_pass`) | "reference" |
-      "chunked".
+      "chunked" | "pallas" (chunked, the state pass one Pallas kernel; interpret mode off
+      GPU; ValueError naming the limit for inputs it cannot take: float64, K not a power of
+      two >= 16, V not a multiple of 16).
 
   Returns:
     (o [B, T, H, V] in v's dtype, final state [B, H, K, V] in float32, float64 for float64
@@ -61,9 +75,15 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
     raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
   if impl == "reference":
     return gated_delta_rule_reference(q, k, v, g, beta, scale=scale, initial_state=initial_state)
+  if impl == "pallas":
+    reason = pallas_unsupported(q, k, v)
+    if reason:
+      raise ValueError(f"impl='pallas' cannot run these inputs: {reason}")
+    state_pass = "pallas"
+  else:
+    state_pass = default_state_pass(jnp.result_type(q, k, v))
   return gated_delta_rule_chunked(q, k, v, g, beta, scale=scale, initial_state=initial_state,
-                                  chunk_size=chunk_size,
-                                  state_pass=default_state_pass(jnp.result_type(q, k, v)))
+                                  chunk_size=chunk_size, state_pass=state_pass)
 
 
 __all__ = [

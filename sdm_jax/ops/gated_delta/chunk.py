@@ -14,7 +14,8 @@ Then, with P[t, i] = exp(G_t - G_i) scale q_t . k_i for i <= t and k~_i = exp(G_
   S_next = (exp(G_C) I - K~^T w) S0 + K~^T u  =  transition S0 + update.
 
 Everything but S0 is state-free, so it is computed for all chunks at once; the sequential
-`lax.scan` over chunks only does S <- transition S + update (one [K, K] x [K, V] matmul), and
+pass over chunks only does S <- transition S + update (one [K, K] x [K, V] matmul; a
+`lax.scan` in `pallas_kernels.gated_delta.state_xla`, one kernel in `state_pallas`), and
 the outputs are one batched matmul with the per-chunk start states after it. Every decay is
 exp of a difference of cumulative sums inside one chunk, never exp(-G) alone, so strong
 decays underflow to 0 instead of overflowing. Autodiff keeps one [K, V] state (and one
@@ -30,49 +31,14 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.gated_delta import state_pallas
+from pallas_kernels.gated_delta import state_xla
 from sdm_jax.ops.gated_delta import naive
 from sdm_jax.ops.gated_delta import validation
 from sdm_jax.ops.triangular import unit_lower_triangular_inverse
 
 
-STATE_PASSES = ("scan", "associative")
-
-
-def _linear_recurrence(transition, update, initial_state, precision):
-  """S_0 = initial_state, S_{n+1} = transition_n S_n + update_n; returns ([S_0..S_{N-1}], S_N).
-
-  transition [N, ..., K, K], update [N, ..., K, V], initial_state [..., K, V].
-  """
-  def step(state, chunk):
-    transition, update = chunk
-    new_state = jnp.einsum("...kj,...jv->...kv", transition, state, precision=precision,
-                           preferred_element_type=state.dtype) + update
-    return new_state, state
-
-  final_state, start_states = lax.scan(step, initial_state, (transition, update))
-  return start_states, final_state
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
-def _chunk_states_by_scan(transition, update, initial_state, precision):
-  return _linear_recurrence(transition, update, initial_state, precision)
-
-
-@_chunk_states_by_scan.defjvp
-def _chunk_states_by_scan_jvp(precision, primals, tangents):
-  # The tangent obeys the same recurrence, forced by d(transition) S_n + d(update):
-  #   dS_{n+1} = transition_n dS_n + (d transition_n S_n + d update_n).
-  # Transposed for reverse mode, the scan does one [K, K]^T x [K, V] matmul per chunk, and the
-  # transition cotangents become one batched matmul outside it (plain autodiff of the scan
-  # would do both inside the loop).
-  transition, update, initial_state = primals
-  transition_dot, update_dot, initial_state_dot = tangents
-  start_states, final_state = _linear_recurrence(transition, update, initial_state, precision)
-  forcing = update_dot + jnp.einsum("...kj,...jv->...kv", transition_dot, start_states,
-                                    precision=precision,
-                                    preferred_element_type=start_states.dtype)
-  tangent_out = _linear_recurrence(transition, forcing, initial_state_dot, precision)
-  return (start_states, final_state), tangent_out
+STATE_PASSES = ("scan", "associative", "pallas")
 
 
 def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
@@ -90,6 +56,8 @@ def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None
       [K, K] x [K, V] matmul per chunk. "associative": `lax.associative_scan` over the affine
       maps S -> transition S + update, log2(T / C) parallel steps of [K, K] x [K, K]
       matmuls (more flops, no sequential loop; for GPUs where loop steps cost more).
+      "pallas": one Pallas kernel that keeps the state on chip and walks every chunk
+      (`pallas_kernels.gated_delta.state_pallas`; interpret mode off GPU; float32 only).
 
   Returns:
     (o [B, T, H, V] in v's dtype, final state [B, H, K, V] in float32, float64 for float64
@@ -150,8 +118,10 @@ def _chunked_jit(q, k, v, g, beta, initial_state, scale, *, chunk_size, state_pa
   update = dot("...ck,...cv->...kv", k_to_end, u)
 
   if state_pass == "scan":
-    start_states, final_state = _chunk_states_by_scan(transition, update, initial_state,
-                                                      precision)
+    start_states, final_state = state_xla.chunk_states(transition, update, initial_state,
+                                                       precision)
+  elif state_pass == "pallas":
+    start_states, final_state = state_pallas.chunk_states(transition, update, initial_state)
   else:
 
     def compose(earlier, later):  # S -> later(earlier(S)), both affine: S -> M S + U.

@@ -236,7 +236,7 @@ def test_bad_options_raise(inputs):
   for chunk_size in (0, -4, 2.0):
     with pytest.raises(ValueError, match="chunk_size"):
       ops.gated_delta_rule(q, k, v, g, beta, chunk_size=chunk_size)
-  for impl in ("pallas", "triton", ""):
+  for impl in ("triton", ""):
     with pytest.raises(ValueError, match="impl must be one of"):
       ops.gated_delta_rule(q, k, v, g, beta, impl=impl)
   with pytest.raises(ValueError, match="k must"):
@@ -245,3 +245,34 @@ def test_bad_options_raise(inputs):
     ops.gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], state[:, :, :2])
   with pytest.raises(ValueError, match="beta"):
     ops.gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta, state)
+
+
+# The Pallas state kernel takes K a power of two >= 16 and V a multiple of 16.
+KERNEL_SHAPE = dict(batch=2, seq_len=37, heads=2, key_dim=16, value_dim=32)
+
+
+@pytest.mark.parametrize("strong_decay", [False, True])
+def test_pallas_state_kernel_matches_reference_and_chunked_gradients(strong_decay):
+  """impl="pallas" (interpret mode on CPU): outputs and final state against the reference,
+  every gradient (initial state included) against the XLA state pass."""
+  (q, k, v, g, beta), state = make_inputs(4, **KERNEL_SHAPE)
+  if strong_decay:
+    g = jnp.full(beta.shape, -20.0)
+  o_ref, s_ref = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="reference")
+  o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=CHUNK,
+                              impl="pallas")
+  assert o.dtype == v.dtype and s.dtype == jnp.float32
+  assert relative_error(o, o_ref) < 1e-5 and relative_error(s, s_ref) < 1e-5
+  cotangent = jnp.asarray(np.random.default_rng(5).normal(size=v.shape), jnp.float32)
+  args = (q, k, v, g, beta, state, cotangent)
+  for name, got, want in zip(("q", "k", "v", "g", "beta", "initial_state"),
+                             loss_gradients(*args, impl="pallas"),
+                             loss_gradients(*args, impl="scan")):
+    assert np.isfinite(got).all(), name
+    assert relative_error(got, want) < 1e-5, name
+
+
+def test_pallas_rejects_inputs_the_kernel_cannot_take(inputs):
+  (q, k, v, g, beta), state = inputs  # K = 8
+  with pytest.raises(ValueError, match="impl='pallas' cannot run these inputs: K must be"):
+    ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="pallas")
