@@ -13,7 +13,8 @@ with small one-hot matmuls over entries sorted by slot:
 * Rows past the last segment have `row_slot >= num_slots` and are skipped.
 
 For writes, phase 1's positions in the sorted unique slots already are segment ids, so the
-rows are `ChunkIds.slots` themselves (row r = position r). W and R are padded to powers of
+rows are `ChunkIds.slots` themselves (row r = position r), and phase 1's sort
+(`ChunkIds.write_order`) is the entries' order. W and R are padded to powers of
 two with entries that sort after every real one and belong to no tile, so that every block
 the kernels load has a power-of-two size.
 """
@@ -61,20 +62,29 @@ def _tile_starts(sorted_rows, rows, row_tile):
   return jnp.searchsorted(sorted_rows, boundaries, side="left").astype(jnp.int32)
 
 
-def write_layout(write_pos: jax.Array, slots: jax.Array, *, num_slots: int, width: int,
-                 row_tile: int) -> EntryLayout:
-  """write_pos [..., C, W] (positions in the sorted unique `slots` [..., U]); W padded to
-  `width`. Rows are the positions: row_slot = slots (padded to a whole number of tiles)."""
-  num_unique = slots.shape[-1]
-  rows = num_rows(num_unique, row_tile)
+def write_layout(write_pos: jax.Array, slots: jax.Array, write_order: jax.Array, *,
+                 num_slots: int, width: int, row_tile: int) -> EntryLayout:
+  """write_pos [..., C, W] (positions in the sorted unique `slots` [..., U]) and phase 1's
+  stable slot order of the write entries `write_order` [..., C * W] (`ChunkIds`); W padded
+  to `width`. Rows are the positions: row_slot = slots (padded to a whole number of tiles).
+  No sort: phase 1's order is the layout's, padding entries appended in no tile."""
+  chunk, num_writes = write_pos.shape[-2:]
+  rows = num_rows(slots.shape[-1], row_tile)
+  tokens = jnp.arange(chunk, dtype=jnp.int32)[:, None]
+  padding = (tokens * width + jnp.arange(num_writes, width, dtype=jnp.int32)).reshape(-1)
 
-  def one(keys):
-    order = jnp.argsort(keys, stable=True).astype(jnp.int32)
-    sorted_rows = keys[order]
-    return order, sorted_rows, _tile_starts(sorted_rows, rows, row_tile)
+  def one(positions, order):
+    real_order = (order // num_writes) * width + order % num_writes  # padded token-major
+    sorted_rows = jnp.concatenate([positions[order],
+                                   jnp.full(padding.shape, rows, jnp.int32)])
+    return (jnp.concatenate([real_order, padding]), sorted_rows,
+            _tile_starts(sorted_rows, rows, row_tile))
 
-  padded = pad_entries(write_pos.astype(jnp.int32), width, rows)  # sorts last, in no tile
-  order, sorted_rows, begin = _per_chunk(one, padded)
+  lead = write_pos.shape[:-2]
+  positions = write_pos.reshape(-1, chunk * num_writes).astype(jnp.int32)
+  orders = write_order.reshape(-1, chunk * num_writes).astype(jnp.int32)
+  order, sorted_rows, begin = jax.tree.map(
+      lambda x: x.reshape(*lead, *x.shape[1:]), jax.vmap(one)(positions, orders))
   row_slot = pad_entries(slots.astype(jnp.int32), rows, num_slots)
   return EntryLayout(order=order, token=order // width, row=sorted_rows, row_slot=row_slot,
                      entry_begin=begin)

@@ -19,6 +19,8 @@ class ChunkIds(NamedTuple):
   slots: jax.Array      # [..., U] sorted unique written slots, then distinct ids >= N
   write_pos: jax.Array  # [..., C, W] position of each written id in `slots`
   read_idx: jax.Array   # [..., C, R] read slot ids
+  write_order: jax.Array  # [..., C * W] token-major write entries (t * W + i) sorted by slot,
+  #                         ties by token: the sort phase 1 made, reused by the kernels' layout
 
 
 class ChunkCoefs(NamedTuple):

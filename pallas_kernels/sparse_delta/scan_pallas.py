@@ -440,13 +440,13 @@ def _pieces(table_dtype) -> int:
 
 def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
   """The plan's integer part in the kernels' layout, stacked over chunks [n, B * H, ...]:
-  token-major slot ids, slot-sorted write entries and the write row tiles. The forward
-  builds it (two sorts) and the backward reuses it."""
+  token-major slot ids, slot-sorted write entries (phase 1's sort) and the write row tiles.
+  The forward builds it and the backward reuses it."""
   slots = ids.slots.astype(jnp.int32)
   flat_pos = ids.write_pos.reshape(*ids.write_pos.shape[:-2], -1).astype(jnp.int32)
   write_slot = jnp.take_along_axis(slots, flat_pos, axis=-1).reshape(ids.write_pos.shape)
   writes = jax.tree.map(_chunk_major, layout.write_layout(
-      ids.write_pos, slots, num_slots=dims.num_slots, width=dims.writes,
+      ids.write_pos, slots, ids.write_order, num_slots=dims.num_slots, width=dims.writes,
       row_tile=config.row_tile))
   int_xs = dict(
       read_slot=_chunk_major(layout.pad_entries(ids.read_idx.astype(jnp.int32), dims.reads,

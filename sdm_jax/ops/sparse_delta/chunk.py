@@ -71,13 +71,17 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
   num_unique = chunk * num_writes
   dtype = write_w.dtype
 
-  slots, inverse = jnp.unique(write_idx.reshape(-1), size=num_unique, fill_value=num_slots,
-                              return_inverse=True)
-  write_pos = inverse.reshape(chunk, num_writes).astype(jnp.int32)
-  # Distinct out-of-range padding ids: gathers fill them with zeros, scatters drop them,
-  # and the slots stay sorted and unique, which the gather/scatter are promised.
-  slots = jnp.where(slots < num_slots, slots,
-                    num_slots + jnp.arange(num_unique, dtype=slots.dtype)).astype(jnp.int32)
+  # The chunk's unique written slots, by one stable sort whose order the kernels' layout
+  # reuses (`ChunkIds.write_order`): entry e of the sorted list is write (t, i) = order[e].
+  flat_ids = write_idx.reshape(-1).astype(jnp.int32)
+  write_order = jnp.argsort(flat_ids, stable=True).astype(jnp.int32)
+  sorted_ids = flat_ids[write_order]
+  starts = jnp.concatenate([jnp.ones((1,), bool), sorted_ids[1:] != sorted_ids[:-1]])
+  position = jnp.cumsum(starts.astype(jnp.int32)) - 1  # of each sorted entry's slot
+  write_pos = jnp.zeros_like(position).at[write_order].set(position).reshape(chunk, num_writes)
+  # Distinct out-of-range padding ids after the real slots: gathers fill them with zeros,
+  # scatters drop them, and the slots stay sorted and unique, which both are promised.
+  slots = (num_slots + jnp.arange(num_unique, dtype=jnp.int32)).at[position].set(sorted_ids)
   read_pos = jnp.searchsorted(slots, read_idx.reshape(-1)).reshape(read_idx.shape)
   found = slots[jnp.minimum(read_pos, num_unique - 1)] == read_idx
   # Reads of slots the chunk does not write point at an extra all-zero row.
@@ -121,7 +125,7 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
       end_decay=jnp.exp(end_log[:num_unique]),
       values=values,
   )
-  return ChunkPlan(ChunkIds(slots, write_pos, read_idx), coefs)
+  return ChunkPlan(ChunkIds(slots, write_pos, read_idx, write_order), coefs)
 
 
 def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: int,

@@ -55,9 +55,10 @@ def test_write_layout_rows_are_the_unique_positions():
   write_idx = np.array([[3, 7, 11], [7, 11, 20], [3, 20, 42]])  # 3 tokens, W = 3
   slots, write_pos = np.unique(write_idx, return_inverse=True)
   slots = np.concatenate([slots, num_slots + np.arange(write_idx.size - len(slots))])
+  order = np.argsort(write_idx.reshape(-1), kind="stable")  # phase 1's sort
   entries = layout.write_layout(jnp.asarray(write_pos.reshape(3, 3))[None],
-                                jnp.asarray(slots)[None], num_slots=num_slots, width=4,
-                                row_tile=row_tile)
+                                jnp.asarray(slots)[None], jnp.asarray(order)[None],
+                                num_slots=num_slots, width=4, row_tile=row_tile)
   entries = layout.EntryLayout(*(np.asarray(x)[0] for x in entries))
   assert entries.row_slot.shape == (layout.num_rows(9, row_tile),)
   np.testing.assert_array_equal(entries.row_slot[:5], [3, 7, 11, 20, 42])
@@ -68,3 +69,6 @@ def test_write_layout_rows_are_the_unique_positions():
   np.add.at(want, write_idx.reshape(-1), values.reshape(3, 4)[:, :3].reshape(-1))
   np.testing.assert_allclose(_scatter_by_layout(entries, values, num_slots, row_tile), want)
   np.testing.assert_array_equal(entries.token[:9], np.asarray(entries.order[:9]) // 4)
+  # Entries sorted by slot, ties by token; the three padding entries last.
+  np.testing.assert_array_equal(entries.row[:9], np.sort(write_pos.reshape(-1), kind="stable"))
+  np.testing.assert_array_equal(entries.order[9:], [3, 7, 11])

@@ -12,6 +12,8 @@ from pallas_kernels import platform
 from sdm_jax.ops import gated_delta_rule
 from sdm_jax.ops import sparse_delta_rule
 from sdm_jax.ops import sparse_delta_step
+from sdm_jax.ops.sparse_delta import checks
+from sdm_jax.ops.sparse_delta import chunk
 from sdm_jax.ops.sparse_delta import resolve_impl
 from sdm_jax.ops.sparse_delta import sparse_delta_rule_reference
 
@@ -397,3 +399,28 @@ def test_a_bfloat16_table_gives_gradients_within_a_few_bf16_roundings():
   for got, want in zip(grads(jnp.bfloat16, "chunked"), grads(jnp.float32, "reference")):
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     assert np.linalg.norm(got - want) <= 5e-3 * np.linalg.norm(want)
+
+
+def test_plan_ids_are_numpys_unique_and_stable_sort():
+  """Phase 1's integer plan per chunk: the sorted unique written slots (then distinct
+  out-of-range padding ids), each write's position among them, and the stable slot order
+  of the write entries that the kernels' layout reuses."""
+  args = random_inputs(19, seq_len=20)
+  inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
+  num_slots = inputs.memory.shape[-2]
+  ids = chunk.plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=8, error="shared").ids
+  write_idx = np.asarray(inputs.write_idx)  # [B, T, H, W]
+  batch, seq_len, heads, writes = write_idx.shape
+  for b, h, c in np.ndindex(batch, heads, ids.slots.shape[2]):
+    tokens = write_idx[b, c * 8:(c + 1) * 8, h]
+    if len(tokens) < 8:  # the padded last chunk writes ids 0..W-1 for its padding tokens
+      tokens = np.concatenate([tokens, np.tile(np.arange(writes), (8 - len(tokens), 1))])
+    unique, position = np.unique(tokens, return_inverse=True)
+    slots = np.asarray(ids.slots[b, h, c])
+    np.testing.assert_array_equal(slots[:len(unique)], unique)
+    np.testing.assert_array_equal(slots[len(unique):],
+                                  num_slots + np.arange(len(unique), tokens.size))
+    np.testing.assert_array_equal(np.asarray(ids.write_pos[b, h, c]).reshape(-1),
+                                  position.reshape(-1))
+    np.testing.assert_array_equal(np.asarray(ids.write_order[b, h, c]),
+                                  np.argsort(tokens.reshape(-1), kind="stable"))
