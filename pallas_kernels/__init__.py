@@ -1,1 +1,2 @@
-"""Pallas GPU kernels with their pure-JAX references (no Flax; nothing imports upward)."""
+"""Pallas kernels (GPU: Triton; TPU: Mosaic) with their pure-JAX references (no Flax;
+nothing imports upward)."""

@@ -1,10 +1,28 @@
-"""Where kernels run: compiled on a GPU, in interpret mode (their semantics) elsewhere."""
+"""Where kernels run: compiled on their own platform, in interpret mode (their semantics)
+elsewhere.
+
+GPU kernels (Triton) compile on a GPU and run with `interpret=True` elsewhere. TPU kernels
+(Mosaic) compile on a TPU and run elsewhere in JAX's TPU interpret mode, which simulates
+HBM, VMEM, SMEM, DMAs and semaphores on the CPU.
+"""
 
 from __future__ import annotations
 
 import jax
+from jax.experimental.pallas import tpu as pltpu
 
 
 def on_gpu() -> bool:
   """True when JAX's default backend is a GPU (the Pallas kernels compile with Triton)."""
   return jax.default_backend() == "gpu"
+
+
+def on_tpu() -> bool:
+  """True when JAX's default backend is a TPU (the TPU kernels compile with Mosaic)."""
+  return jax.default_backend() == "tpu"
+
+
+def tpu_interpret() -> bool | pltpu.InterpretParams:
+  """The `interpret` argument of a TPU kernel's `pallas_call` here: False (compile) on a
+  TPU, TPU interpret mode with default settings elsewhere."""
+  return False if on_tpu() else pltpu.InterpretParams()
