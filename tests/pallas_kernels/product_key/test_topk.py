@@ -1,9 +1,13 @@
-"""Both product-key top-k implementations against a brute-force top-k over all S^2 sums.
+"""The product-key top-k implementations against a brute-force top-k over all S^2 sums.
 
-The kernel runs in interpret mode on CPU (its semantics); the `gpu` test compiles it.
+The GPU kernel runs in interpret mode on CPU (its semantics), the TPU kernel in TPU
+interpret mode with the race detector on; the `gpu` test compiles the GPU kernel, and the
+TPU kernel is lowered for TPU (no TPU was available to run it compiled).
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -11,9 +15,14 @@ import numpy as np
 import pytest
 
 from pallas_kernels.product_key import topk_pallas
+from pallas_kernels.product_key import topk_pallas_tpu
 from pallas_kernels.product_key import topk_xla
+from tests.pallas_kernels import tpu_interpret
 
-IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_topk}
+IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_topk,
+         "pallas_tpu": functools.partial(topk_pallas_tpu.product_key_topk,
+                                         interpret=tpu_interpret.RACE_CHECKED)}
+COMPILED_ON_GPU = ("xla", "pallas")
 
 
 def brute_force(scores: np.ndarray, k: int):
@@ -47,7 +56,11 @@ CASES = ([(4, k) for k in (1, 8, 16)] + [(32, k) for k in (1, 8, 32, 64, 128)]
 def test_matches_brute_force(impl, sub_keys, k):
   for dtype in (jnp.float32, jnp.bfloat16):
     scores = random_scores(sub_keys * 1000 + k, sub_keys, dtype)
-    idx, logits = jax.jit(IMPLS[impl], static_argnums=1)(scores, k)
+    topk = jax.jit(IMPLS[impl], static_argnums=1)
+    if impl == "pallas_tpu":
+      idx, logits = tpu_interpret.assert_no_races(topk, scores, k)
+    else:
+      idx, logits = topk(scores, k)
     want_idx, want_sums = brute_force(np.asarray(scores.astype(jnp.float32)), k)
     assert idx.dtype == jnp.int32 and logits.dtype == dtype and idx.shape == (3, k)
     np.testing.assert_array_equal(np.asarray(idx), want_idx, err_msg=str(dtype))
@@ -56,16 +69,33 @@ def test_matches_brute_force(impl, sub_keys, k):
                                              .astype(jnp.float32)))
 
 
-def test_kernel_gradient_matches_the_xla_path():
-  scores = random_scores(5, 32, jnp.float32)
-  cotangent = jax.random.normal(jax.random.PRNGKey(0), (3, 24))
+@pytest.mark.parametrize("impl", ["pallas", "pallas_tpu"])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_kernel_gradient_matches_the_xla_path(impl, dtype):
+  scores = random_scores(5, 32, dtype)
+  cotangent = jax.random.normal(jax.random.PRNGKey(0), (3, 24)).astype(dtype)
 
   def grad(fn):
-    return jax.jit(jax.grad(lambda s: jnp.sum(fn(s, 24)[1] * cotangent)))(scores)
+    return jax.jit(jax.grad(lambda s: jnp.sum((fn(s, 24)[1] * cotangent).astype(jnp.float32))
+                            ))(scores)
 
-  got, want = grad(topk_pallas.product_key_topk), grad(topk_xla.product_key_topk)
-  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  got, want = grad(IMPLS[impl]), grad(topk_xla.product_key_topk)
+  assert got.dtype == want.dtype == dtype
+  np.testing.assert_allclose(got.astype(jnp.float32), want.astype(jnp.float32), rtol=1e-6,
+                             atol=1e-6)
   assert 0 < int(jnp.sum(got != 0)) <= 2 * 24 * 3  # selected entries only
+
+
+@pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (100, 128)])
+def test_tpu_kernel_lowers_for_tpu(sub_keys, k):
+  """65,536 rows (the benchmark's), S = 100 not a multiple of 128 lanes, bf16 scores."""
+  scores = jax.ShapeDtypeStruct((65536, 2 * sub_keys), jnp.bfloat16)
+
+  def loss(scores):
+    idx, logits = topk_pallas_tpu.product_key_topk(scores, k, interpret=False)
+    return jnp.sum(logits.astype(jnp.float32)) + jnp.sum(idx)
+
+  assert tpu_interpret.tpu_custom_calls(jax.value_and_grad(loss), scores) == 1
 
 
 def test_candidate_pairs_are_the_hyperbola_under_k():
@@ -75,7 +105,7 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("impl", COMPILED_ON_GPU)
 @pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (128, 64)])
 def test_compiled_matches_brute_force(impl, sub_keys, k):
   """On the GPU: the compiled kernel, and the XLA path's tie rule (GPU `lax.top_k`)."""
