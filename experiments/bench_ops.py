@@ -19,6 +19,7 @@ from sdm_jax.evaluation import gdn_benchmarks
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import topk_benchmarks
 from sdm_jax.ops import gated_delta
+from sdm_jax.ops import product_key
 from sdm_jax.training import records
 
 _OP = flags.DEFINE_string("op", "gdn", "Which op to time: one of the keys of BENCHMARKS.")
@@ -51,7 +52,7 @@ _MODEL_DIM = flags.DEFINE_integer("model_dim", 2048, "Model width d (sdm_layer; 
 _TOP_OPS = flags.DEFINE_integer(
     "top_ops", 0, "sdm, sdm_layer: also list this many costliest device ops of the forward "
     "and forward+backward (a profiler trace; empty on CPU).")
-_TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", ["auto", "xla", "pallas"],
+_TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", list(product_key.IMPLS),
                                "Product-key top-k implementation (sdm_layer).")
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {}

@@ -17,7 +17,6 @@ import jax.numpy as jnp
 
 from sdm_jax.evaluation import timing
 from pallas_kernels.sparse_delta import scan_pallas
-from pallas_kernels.sparse_delta import scan_xla
 from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
 from sdm_jax.ops import product_key_topk
 from sdm_jax.ops import sparse_delta_rule
@@ -109,7 +108,7 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
   if top_ops:
     result.update(fwd_top_ops=forward["top_ops"], fwd_bwd_top_ops=backward["top_ops"])
 
-  if phases and impl in ("chunked", "pallas"):
+  if phases and impl in chunk.PHASE2:
     result.update(_phase_timings(args, chunk_size=chunk_size, error=error, impl=impl,
                                  warmup=warmup, repeats=repeats))
   return result
@@ -117,20 +116,20 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
 
 def _planner(args, *, chunk_size, error, impl):
   """(canonical inputs, plan_fn): plan_fn(*inputs[1:]) is phase 1 as the op runs it for
-  `impl` ("chunked" or "pallas": the kernels' chunk length, not shortened)."""
+  `impl` (a key of `chunk.PHASE2`; the kernels' chunk length is not shortened)."""
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True)
-  if impl == "pallas":
+  if impl != "chunked":
     chunk_size = chunk.kernel_chunk(chunk_size, inputs.v.shape[1])
   plan_fn = lambda *token_arrays: chunk.plan_chunks(  # noqa: E731
       *token_arrays, num_slots=inputs.memory.shape[2], chunk_size=chunk_size, error=error,
-      shorten=impl != "pallas")
+      shorten=impl == "chunked")
   return inputs, plan_fn
 
 
 def _phase_timings(args, *, chunk_size, error, impl, warmup, repeats) -> dict[str, float]:
   """Phase 1 (table-independent plan, all chunks at once) and phase 2 (scan over chunks)."""
   inputs, plan_fn = _planner(args, chunk_size=chunk_size, error=error, impl=impl)
-  scan = scan_pallas.scan_chunks if impl == "pallas" else scan_xla.scan_chunks
+  scan = chunk.PHASE2[impl]
   plan = jax.jit(plan_fn)(*inputs[1:])
   out_shape = jax.eval_shape(lambda m, p: scan(m, p, error=error), inputs.memory, plan)[0]
   out_cotangent = jax.random.normal(jax.random.PRNGKey(2), out_shape.shape, out_shape.dtype)
@@ -238,7 +237,7 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
   args = make_inputs(jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=heads,
                      slots=slots, value_dim=value_dim, writes=writes, reads=reads,
                      dtype=dtype, table_dtype=table_dtype)
-  inputs, plan_fn = _planner(args, chunk_size=chunk_size, error="shared", impl="pallas")
+  inputs, plan_fn = _planner(args, chunk_size=chunk_size, error="shared", impl="pallas_gpu")
   plan = jax.jit(plan_fn)(*inputs[1:])
   out_cotangent = jax.random.normal(
       jax.random.PRNGKey(2), (*plan.ids.write_pos.shape[:3], *plan.coefs.values.shape[-2:]))

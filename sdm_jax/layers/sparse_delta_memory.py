@@ -99,7 +99,8 @@ class SparseDeltaMemory(RecurrentMixer):
     error: "shared" or "per_slot" (see `sparse_delta_rule`).
     learn_m0: learned initial table `M0` [H, N, Dv]; False starts from zeros (no parameter).
     chunk_size, impl: passed to `sparse_delta_rule`.
-    topk_impl: passed to `product_key_topk` ("auto", "xla" or "pallas").
+    topk_impl: passed to `product_key_topk` ("auto", "xla", "pallas", "pallas_gpu" or
+      "pallas_tpu").
     memory_dtype: storage dtype of the per-sequence table (and decode cache): "float32",
       "bfloat16", or None = bfloat16 on GPU when `dtype` is bfloat16 (what the authors
       train with; the op widens rows and accumulates in float32, and keeps the table's

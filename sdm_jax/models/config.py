@@ -41,7 +41,8 @@ class LMConfig:
     sdm_error: "shared" (the trained form) or "per_slot" (the paper's Eq. 4).
     sdm_learn_m0: learn the initial table M0 [H, N, Dv]; False starts from zeros.
     sdm_chunk_size, sdm_impl: passed to `sdm_jax.ops.sparse_delta_rule`.
-    sdm_topk_impl: passed to `sdm_jax.ops.product_key_topk` ("auto", "xla", "pallas").
+    sdm_topk_impl: passed to `sdm_jax.ops.product_key_topk` (`product_key.IMPLS`: "auto",
+      "xla", "pallas", "pallas_gpu", "pallas_tpu").
     sdm_memory_dtype: storage of `M` tables: "float32", "bfloat16", or None (bfloat16 on
       GPU with bfloat16 activations, float32 otherwise; see `SparseDeltaMemory`).
   """

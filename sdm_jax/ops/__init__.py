@@ -1,9 +1,10 @@
 """Pure-JAX operators: the math of every mixer, each with a readable reference.
 
 Ops with several implementations take `impl` (each lists its own in `IMPLS`: "reference"
-token-by-token scans, "chunked" / "xla" fast XLA paths, "pallas" kernels), resolved by
-`dispatch.resolve_impl`: "auto" is the op's Pallas kernel on a GPU where it has one and
-can take the inputs, its fast XLA path otherwise.
+token-by-token scans, "chunked" / "xla" fast XLA paths, and for ops with Pallas kernels
+"pallas" (the kernel family of this platform), "pallas_gpu" and "pallas_tpu"), resolved by
+`dispatch.resolve_impl`: "auto" is the op's GPU kernel on a GPU where it has one and can
+take the inputs, its fast XLA path otherwise (TPUs included).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Slot `i1 * S + i2` scores `s1[i1] + s2[i2]` where `s1, s2` are the halves of a score
 vector of size 2S; the S^2 sums are never formed. Implementations (same results, ties
 included) live in `pallas_kernels.product_key`: "xla" (per-half sorts, then a sort of the
-pair grid pruned to ranks (i + 1)(j + 1) <= k) and "pallas" (max-and-mask over the same
-pruned grid).
+pair grid pruned to ranks (i + 1)(j + 1) <= k) and the Pallas kernels (max-and-mask over
+the same pruned grid): "pallas_gpu" (Triton), "pallas_tpu" (Mosaic) and "pallas" (the
+family of this platform; see `sdm_jax.ops.dispatch`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import jax
 import jax.numpy as jnp
 
 from pallas_kernels.product_key import topk_pallas
+from pallas_kernels.product_key import topk_pallas_tpu
 from pallas_kernels.product_key import topk_xla
 from sdm_jax.ops import dispatch
 
-IMPLS = ("auto", "xla", "pallas")
+IMPLS = ("auto", "xla") + dispatch.PALLAS_IMPLS
+KERNELS = {"pallas_gpu": topk_pallas, "pallas_tpu": topk_pallas_tpu}
 # "auto" takes the kernel on GPU up to this k: on the H200 (65,536 rows) it beats the XLA
 # path at k = 32 (forward 0.86 vs 1.34 ms at S = 128, 1.86 vs 3.72 ms at S = 512) and loses
 # at k = 64 (3.13 vs 2.27 ms, 5.97 vs 4.72 ms): its rounds grow with k (WORKSPACE.md).
@@ -31,8 +34,9 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
     scores: [..., 2S] float (not NaN); the first S entries score the first sub-key, the
       last S the second.
     k: how many slots to select, 1 <= k <= S * S.
-    impl: "auto" (the kernel on GPU for k <= AUTO_KERNEL_MAX_K, else the XLA path), "xla"
-      or "pallas" (interpret mode off GPU).
+    impl: "auto" (the GPU kernel on GPU for k <= AUTO_KERNEL_MAX_K, else the XLA path),
+      "xla", "pallas" (the kernel family of this platform: TPU on a TPU, GPU elsewhere),
+      "pallas_gpu" or "pallas_tpu" (that family; interpret mode off its platform).
 
   Returns:
     idx: [..., k] int32 slot ids `i1 * S + i2` in [0, S * S), distinct along the last axis:
@@ -63,9 +67,9 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
       return f"k > {AUTO_KERNEL_MAX_K}: the XLA path is faster"
     return None
 
-  impl = dispatch.resolve_impl(impl, IMPLS, xla="xla", pallas_unsupported=kernel_not_chosen)
-  if impl == "pallas":
+  chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla", pallas_unsupported=kernel_not_chosen)
+  if chosen in KERNELS:
     if float64:
-      raise ValueError("impl='pallas' takes float32, bfloat16 or float16 scores, got float64")
-    return topk_pallas.product_key_topk(scores, k)
+      raise ValueError(f"impl={impl!r} takes float32, bfloat16 or float16 scores, got float64")
+    return KERNELS[chosen].product_key_topk(scores, k)
   return topk_xla.product_key_topk(scores, k)

@@ -16,7 +16,7 @@ from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
 from sdm_jax.ops.gated_delta.naive import gated_delta_rule_reference
 from sdm_jax.ops.gated_delta.naive import gated_delta_step
 
-IMPLS = ("auto", "reference", "chunked", "pallas")
+IMPLS = ("auto", "reference", "chunked", "pallas", "pallas_gpu")
 
 # "auto" keeps the XLA state pass until the state kernel has been compiled and timed on the
 # H200 against it (issue 16); `impl="pallas"` runs the kernel now.
@@ -33,9 +33,14 @@ def pallas_unsupported(q, k, v) -> str | None:
 def resolve_impl(impl: str) -> str:
   """The implementation `impl` runs: "auto" is the chunked XLA path on every platform
   (its state pass chosen by `default_state_pass`) until the state kernel is timed on the
-  GPU; "pallas" is the chunked path with the Pallas state kernel."""
-  return dispatch.resolve_impl(impl, IMPLS, xla="chunked",
-                               pallas_unsupported=lambda: _AUTO_WAITS_FOR_GPU_TIMING)
+  GPU; "pallas" / "pallas_gpu" is the chunked path with the Pallas (GPU) state kernel,
+  interpreted off GPU. There is no TPU kernel: "pallas" on a TPU and "pallas_tpu" raise."""
+  resolved = dispatch.resolve_impl(impl, IMPLS, xla="chunked",
+                                   pallas_unsupported=lambda: _AUTO_WAITS_FOR_GPU_TIMING)
+  if resolved == "pallas_tpu":
+    raise ValueError("there is no TPU kernel for the gated delta rule: use impl='chunked', "
+                     "or 'pallas_gpu' (the GPU kernel, interpreted)")
+  return resolved
 
 
 def default_state_pass(dtype) -> str:
@@ -62,8 +67,8 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
     initial_state: [B, H, K, V] or None (zeros).
     chunk_size: tokens per chunk of the chunked path (> 0); any T works.
     impl: "auto" (chunked, with the platform's `default_state_pass`) | "reference" |
-      "chunked" | "pallas" (chunked, the state pass one Pallas kernel; interpret mode off
-      GPU; ValueError naming the limit for inputs it cannot take: float64, K not a power of
+      "chunked" | "pallas" = "pallas_gpu" (chunked, the state pass one Pallas kernel;
+      interpret mode off GPU; no TPU kernel; ValueError naming the limit for inputs it cannot take: float64, K not a power of
       two >= 16, V not a multiple of 16).
 
   Returns:
@@ -75,10 +80,10 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
     raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
   if impl == "reference":
     return gated_delta_rule_reference(q, k, v, g, beta, scale=scale, initial_state=initial_state)
-  if impl == "pallas":
+  if impl == "pallas_gpu":
     reason = pallas_unsupported(q, k, v)
     if reason:
-      raise ValueError(f"impl='pallas' cannot run these inputs: {reason}")
+      raise ValueError(f"impl={impl!r} cannot run these inputs: {reason}")
     state_pass = "pallas"
   else:
     state_pass = default_state_pass(jnp.result_type(q, k, v))

@@ -4,7 +4,8 @@ Each token writes W distinct slots and reads R slots of a per-sequence table [N,
 the written rows decay. `sparse_delta_rule` runs a sequence (training, prefill),
 `sparse_delta_step` one token (decode). Implementations: `naive.py` (token by token, the
 definition) and `chunk.py` (chunks of C tokens, memory-bounded backward), whose phase 2
-runs in XLA ("chunked") or as Pallas kernels ("pallas", `pallas_kernels.sparse_delta`).
+runs in XLA ("chunked") or as Pallas kernels (`pallas_kernels.sparse_delta`): "pallas_gpu"
+(Triton), "pallas_tpu" (Mosaic) or "pallas" (the family of this platform).
 """
 
 from __future__ import annotations
@@ -19,17 +20,18 @@ from sdm_jax.ops.sparse_delta.chunk import sparse_delta_rule_chunked
 from sdm_jax.ops.sparse_delta.naive import sparse_delta_rule_reference
 from sdm_jax.ops.sparse_delta.naive import sparse_delta_step
 
-IMPLS = ("auto", "reference", "chunked", "pallas")
+IMPLS = ("auto", "reference", "chunked") + dispatch.PALLAS_IMPLS
 
 
 def resolve_impl(impl: str, memory, v, *, chunk_size: int, accumulation=None) -> str:
   """The implementation `impl` runs for these inputs (the op's `memory` and `v`;
   `accumulation`: the dtype all float inputs accumulate in, default from memory and v).
 
-  "auto" is the Pallas kernel on a GPU when it can take the inputs (`pallas_unsupported`:
+  "auto" is the GPU kernels on a GPU when they can take the inputs (`pallas_unsupported`:
   float32 or bfloat16 table, float32 accumulation, Dv a multiple of 16, chunk_size a power
-  of two in [16, 256]) and the chunked XLA path otherwise; every other value is itself
-  ("pallas" runs in interpret mode off GPU, slowly: for tests).
+  of two in [16, 256]) and the chunked XLA path otherwise (TPUs included); "pallas" is
+  "pallas_tpu" on a TPU and "pallas_gpu" elsewhere; every other value is itself (a kernel
+  family off its platform runs in interpret mode, slowly: for tests).
   """
   return dispatch.resolve_impl(
       impl, IMPLS, xla="chunked", pallas_unsupported=lambda: pallas_unsupported(
@@ -63,10 +65,12 @@ def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
       cost grows as T * max(W, R) * C, so short chunks pay: 32 was the fastest of
       {16, 32, 64, 128} for the layer on the H200 at both benchmarked configs (WORKSPACE.md).
     error: "shared" (default, the trained form) or "per_slot" (the paper's Eq. 4).
-    impl: "auto" (the Pallas kernel on GPU where it applies, else "chunked"; see
-      `resolve_impl`), "reference" (token-by-token scan), "chunked" (phase 2 in XLA) or
-      "pallas" (the kernel everywhere; interpret mode off GPU; ValueError naming the limit
-      for inputs it cannot take).
+    impl: "auto" (the GPU kernels on GPU where they apply, else "chunked"; see
+      `resolve_impl`), "reference" (token-by-token scan), "chunked" (phase 2 in XLA),
+      "pallas_gpu" / "pallas_tpu" (phase 2 by that kernel family, anywhere: interpret mode
+      off its platform; the TPU kernels take a float32 table and Dv a multiple of 128) or
+      "pallas" (the family of this platform). A kernel raises a ValueError naming the limit
+      for inputs it cannot take.
 
   Returns:
     out [B, T, H, Dv] in v's dtype and final_memory [B, H, N, Dv] in the table's storage

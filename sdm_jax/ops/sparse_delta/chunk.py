@@ -15,8 +15,9 @@ sums along a matched pair (never exp(-L), which overflows when a slot is written
 
 Phase 1 (`plan_chunks`, here) computes everything that does not depend on the table, for
 all chunks at once. Phase 2 applies the plan to the table chunk after chunk, with an
-undo-writes backward: `pallas_kernels.sparse_delta.scan_xla` (a `lax.scan` of gathers and
-scatters, impl "chunked") or `scan_pallas` (Pallas kernels per chunk, impl "pallas").
+undo-writes backward (`PHASE2`): `pallas_kernels.sparse_delta.scan_xla` (a `lax.scan` of
+gathers and scatters, impl "chunked"), `scan_pallas` (Triton kernels per chunk, impl
+"pallas_gpu") or `scan_pallas_tpu` (Mosaic kernels over all chunks, impl "pallas_tpu").
 """
 
 from __future__ import annotations
@@ -29,10 +30,21 @@ import jax.numpy as jnp
 
 from pallas_kernels.blocks import next_power_of_two
 from pallas_kernels.sparse_delta import scan_pallas
+from pallas_kernels.sparse_delta import scan_pallas_tpu
 from pallas_kernels.sparse_delta import scan_xla
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
+from sdm_jax.ops import dispatch
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.triangular import unit_lower_triangular_inverse
+
+# Phase 2 of each chunked impl: scan_chunks(memory [B, H, N, Dv], plan, error=) ->
+# (out [B, H, n_chunks, C, Dv], final memory). The kernels also take an unbroadcast
+# [H, N, Dv] table.
+PHASE2 = {"chunked": scan_xla.scan_chunks, "pallas_gpu": scan_pallas.scan_chunks,
+          "pallas_tpu": scan_pallas_tpu.scan_chunks}
+KERNEL_LIMITS = {"pallas_gpu": scan_pallas.kernel_limits,
+                 "pallas_tpu": scan_pallas_tpu.kernel_limits}
+MAX_KERNEL_CHUNK = min(scan_pallas.MAX_CHUNK, scan_pallas_tpu.MAX_CHUNK)
 
 # The C x C products feed the recurrence: keep them in full float32 (no TF32 on GPU).
 _PRECISION = lax.Precision.HIGHEST
@@ -162,17 +174,16 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
 @functools.partial(jax.jit, static_argnames=("chunk_size", "error", "impl"))
 def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl: str):
   """Plan, scan and reassemble [B, T, H, Dv]; `inputs` are canonical (see checks), the
-  table [B, H, N, Dv] or [H, N, Dv]. impl: "chunked" (XLA) or "pallas"."""
+  table [B, H, N, Dv] or [H, N, Dv]. impl: a key of `PHASE2`."""
   batch, seq_len, heads, _ = inputs.write_idx.shape
   num_slots = inputs.memory.shape[-2]
   plan = plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=chunk_size, error=error,
-                     shorten=impl != "pallas")
-  if impl == "pallas":
-    # A shared table enters the kernel unbroadcast: its gradient sums over B in float32.
-    out, final_memory = scan_pallas.scan_chunks(inputs.memory, plan, error=error)
-  else:
-    memory = jnp.broadcast_to(inputs.memory, (batch, heads, *inputs.memory.shape[-2:]))
-    out, final_memory = scan_xla.scan_chunks(memory, plan, error=error)
+                     shorten=impl == "chunked")
+  memory = inputs.memory
+  if impl == "chunked":
+    # The kernels take a shared table unbroadcast: its gradient sums over B in float32.
+    memory = jnp.broadcast_to(memory, (batch, heads, *memory.shape[-2:]))
+  out, final_memory = PHASE2[impl](memory, plan, error=error)
   out = out.reshape(batch, heads, -1, out.shape[-1])[:, :, :seq_len]
   return jnp.moveaxis(out, 2, 1), final_memory
 
@@ -183,12 +194,14 @@ def kernel_chunk(chunk_size: int, seq_len: int) -> int:
   return min(chunk_size, max(16, next_power_of_two(seq_len)))
 
 
-def pallas_unsupported(memory, v, chunk_size: int, accumulation) -> str | None:
-  """Why the Pallas kernel cannot run on these inputs (the op's `memory` and `v`), or None."""
-  if chunk_size & (chunk_size - 1) or not 16 <= chunk_size <= scan_pallas.MAX_CHUNK:
-    return (f"chunk_size must be a power of two in [16, {scan_pallas.MAX_CHUNK}], got "
+def pallas_unsupported(memory, v, chunk_size: int, accumulation, family: str = "pallas_gpu"
+                       ) -> str | None:
+  """Why the kernel family ("pallas_gpu" or "pallas_tpu") cannot run on these inputs (the
+  op's `memory` and `v`), or None."""
+  if chunk_size & (chunk_size - 1) or not 16 <= chunk_size <= MAX_KERNEL_CHUNK:
+    return (f"chunk_size must be a power of two in [16, {MAX_KERNEL_CHUNK}], got "
             f"{chunk_size}")
-  return scan_pallas.kernel_limits(
+  return KERNEL_LIMITS[family](
       chunk=kernel_chunk(chunk_size, v.shape[1]), value_dim=memory.shape[-1],
       table_dtype=checks.storage_dtype(memory.dtype, accumulation), plan_dtype=accumulation)
 
@@ -198,13 +211,17 @@ def sparse_delta_rule_chunked(memory, write_idx, write_w, v, beta, g, read_idx, 
                               impl: str = "chunked") -> tuple[jax.Array, jax.Array]:
   """The sparse delta rule by chunks; same contract as `sparse_delta_rule`.
 
-  impl: "chunked" (phase 2 in XLA) or "pallas" (the Pallas kernels; ValueError naming the
-  limit when they cannot take the inputs, see `pallas_unsupported`).
+  impl: "chunked" (phase 2 in XLA) or a Pallas kernel family: "pallas_gpu", "pallas_tpu"
+  or "pallas" (the family of this platform); a ValueError names the limit when the
+  kernels cannot take the inputs (see `pallas_unsupported`).
   """
   checks.check_error_form(error)
   checks.check_chunk_size(chunk_size)
-  if impl not in ("chunked", "pallas"):
-    raise ValueError(f"impl must be 'chunked' or 'pallas', got {impl!r}")
+  impls = ("chunked",) + dispatch.PALLAS_IMPLS
+  if impl not in impls:
+    raise ValueError(f"impl must be one of {impls}, got {impl!r}")
+  requested = impl
+  impl = dispatch.resolve_impl(impl, impls, xla="chunked")
   inputs, accumulation = checks.canonicalize_inputs(
       memory, write_idx, write_w, v, beta, g, read_idx, read_w, time_axis=True,
       broadcast_memory=False)
@@ -212,10 +229,10 @@ def sparse_delta_rule_chunked(memory, write_idx, write_w, v, beta, g, read_idx, 
   if seq_len == 0:
     final = jnp.broadcast_to(inputs.memory, (batch, heads, *inputs.memory.shape[-2:]))
     return jnp.zeros(v.shape, v.dtype), final
-  if impl == "pallas":
-    reason = pallas_unsupported(memory, v, chunk_size, accumulation)
+  if impl != "chunked":
+    reason = pallas_unsupported(memory, v, chunk_size, accumulation, impl)
     if reason:
-      raise ValueError(f"impl='pallas' cannot run these inputs: {reason}")
+      raise ValueError(f"impl={requested!r} cannot run these inputs: {reason}")
     chunk_size = kernel_chunk(chunk_size, seq_len)
   out, final_memory = _chunked(inputs, chunk_size, error, impl)
   return out.astype(v.dtype), final_memory

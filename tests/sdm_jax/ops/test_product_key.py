@@ -21,7 +21,7 @@ def _scores(seed, shape=(2, 3)):
   return np.random.default_rng(seed).standard_normal((*shape, 2 * SUB_KEYS)).astype(np.float32)
 
 
-@pytest.mark.parametrize("impl", ["auto", "pallas"])
+@pytest.mark.parametrize("impl", ["auto", "pallas", "pallas_tpu"])
 @pytest.mark.parametrize("k", [1, 4, SUB_KEYS, SUB_KEYS + 5, SUB_KEYS * SUB_KEYS])
 def test_matches_brute_force_over_all_slots(k, impl):
   scores = _scores(k)
@@ -53,12 +53,14 @@ def test_works_under_jit_and_vmap():
   np.testing.assert_allclose(logits, want_logits, atol=1e-6)
 
 
-def test_impl_is_checked_and_the_kernel_takes_no_float64():
-  with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'xla', 'pallas'\)"):
+def test_impl_is_checked_and_the_kernels_take_no_float64():
+  with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'xla', 'pallas', "
+                                       r"'pallas_gpu', 'pallas_tpu'\)"):
     product_key_topk(jnp.ones((2, 12)), 2, impl="triton")
   with jax.enable_x64(True):
-    with pytest.raises(ValueError, match="float64"):
-      product_key_topk(jnp.ones((2, 12), jnp.float64), 2, impl="pallas")
+    for impl in ("pallas", "pallas_gpu", "pallas_tpu"):
+      with pytest.raises(ValueError, match=f"impl='{impl}' takes float32.*got float64"):
+        product_key_topk(jnp.ones((2, 12), jnp.float64), 2, impl=impl)
 
 
 @pytest.mark.parametrize("shape,k,match", [
@@ -88,4 +90,20 @@ def test_auto_on_gpu_takes_the_kernel_only_where_it_was_faster(monkeypatch, k, d
   monkeypatch.setattr(platform, "on_gpu", lambda: True)
   with jax.enable_x64(dtype == jnp.float64):
     product_key_topk(jnp.ones((2, 16), dtype), k)
+  assert ran == [want]
+
+
+@pytest.mark.parametrize("on_tpu,impl,want", [
+    (True, "pallas", "pallas_tpu"), (False, "pallas", "pallas_gpu"), (True, "auto", "xla"),
+    (False, "pallas_tpu", "pallas_tpu"), (True, "pallas_gpu", "pallas_gpu")])
+def test_pallas_runs_the_kernel_family_of_the_platform(monkeypatch, on_tpu, impl, want):
+  from pallas_kernels import platform
+  from pallas_kernels.product_key import topk_pallas, topk_pallas_tpu, topk_xla
+  ran = []
+  for name, module in (("pallas_gpu", topk_pallas), ("pallas_tpu", topk_pallas_tpu),
+                       ("xla", topk_xla)):
+    monkeypatch.setattr(module, "product_key_topk",
+                        lambda s, k, name=name: ran.append(name) or (s[..., :k], s[..., :k]))
+  monkeypatch.setattr(platform, "on_tpu", lambda: on_tpu)
+  product_key_topk(jnp.ones((2, 16)), 4, impl=impl)
   assert ran == [want]

@@ -15,6 +15,7 @@ from sdm_jax.ops import sparse_delta_step
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.sparse_delta import chunk
 from sdm_jax.ops.sparse_delta import resolve_impl
+from sdm_jax.ops.sparse_delta import sparse_delta_rule_chunked
 from sdm_jax.ops.sparse_delta import sparse_delta_rule_reference
 
 ERRORS = ("shared", "per_slot")
@@ -311,9 +312,13 @@ def test_rejects_more_writes_than_slots():
     (dict(error="dense"), r"error must be one of \('shared', 'per_slot'\)"),
     (dict(chunk_size=0), "chunk_size must be a positive int"),
     (dict(chunk_size=8.0), "chunk_size must be a positive int"),
-    (dict(impl="triton"), r"impl must be one of \('auto', 'reference', 'chunked', 'pallas'\)"),
+    (dict(impl="triton"), r"impl must be one of \('auto', 'reference', 'chunked', 'pallas', "
+                          r"'pallas_gpu', 'pallas_tpu'\)"),
     (dict(impl="pallas", chunk_size=8), r"chunk_size must be a power of two in \[16, 256\]"),
     (dict(impl="pallas"), "Dv must be a multiple of 16"),
+    (dict(impl="pallas_gpu"), "Dv must be a multiple of 16"),
+    (dict(impl="pallas_tpu"), "Dv a multiple of 128"),
+    (dict(impl="pallas_tpu", chunk_size=512), r"chunk_size must be a power of two in \[16, 256\]"),
 ])
 def test_rejects_invalid_options(kwargs, match):
   with pytest.raises(ValueError, match=match):
@@ -329,15 +334,17 @@ def test_step_rejects_a_time_axis_and_bad_error_form():
 
 
 
-def _pallas_args(seed, **kwargs):
-  return random_inputs(seed, value_dim=16, **kwargs)
+def _pallas_args(seed, value_dim=16, **kwargs):
+  return random_inputs(seed, value_dim=value_dim, **kwargs)
 
 
+@pytest.mark.parametrize("impl,value_dim", [("pallas", 16), ("pallas_tpu", 128)])
 @pytest.mark.parametrize("error", ERRORS)
-def test_pallas_matches_the_reference(error):
-  """The kernels in interpret mode, through the op: T = 23 is padded to a 32-token chunk."""
-  args = _pallas_args(30, shared_memory=error == "shared", full_overwrite=False)
-  got = sparse_delta_rule(*args, error=error, impl="pallas", chunk_size=32)
+def test_pallas_matches_the_reference(error, impl, value_dim):
+  """Each kernel family in interpret mode, through the op ("pallas" off TPU is the GPU
+  family): T = 23 is padded to a 32-token chunk."""
+  args = _pallas_args(30, value_dim, shared_memory=error == "shared", full_overwrite=False)
+  got = sparse_delta_rule(*args, error=error, impl=impl, chunk_size=32)
   want = sparse_delta_rule(*args, error=error, impl="reference")
   _assert_close(got, want, 1e-5)
 
@@ -351,7 +358,7 @@ def test_pallas_matches_the_reference(error):
     return jnp.sum(out * out_ct) + jnp.sum(jnp.sin(final))
 
   floats = (args[0], args[3], args[2])
-  grads = jax.grad(functools.partial(loss, "pallas"), argnums=(0, 1, 2))(*floats)
+  grads = jax.grad(functools.partial(loss, impl), argnums=(0, 1, 2))(*floats)
   ref_grads = jax.grad(functools.partial(loss, "reference"), argnums=(0, 1, 2))(*floats)
   for got_grad, ref_grad in zip(grads, ref_grads):
     np.testing.assert_allclose(got_grad, ref_grad, rtol=1e-4, atol=1e-5)
@@ -368,13 +375,27 @@ def test_auto_on_gpu_keeps_float64_inputs_off_the_kernels(monkeypatch):
     assert out.dtype == args[3].dtype
 
 
+def test_pallas_picks_the_kernel_family_of_the_platform(monkeypatch):
+  """On a TPU "pallas" is the TPU kernels and "auto" stays on the XLA path (the TPU kernels
+  never ran on a TPU); forced families run wherever asked."""
+  args = _pallas_args(35, value_dim=128)
+  monkeypatch.setattr(platform, "on_tpu", lambda: True)
+  assert resolve_impl("pallas", args[0], args[3], chunk_size=32) == "pallas_tpu"
+  assert resolve_impl("auto", args[0], args[3], chunk_size=32) == "chunked"
+  assert resolve_impl("pallas_gpu", args[0], args[3], chunk_size=32) == "pallas_gpu"
+  with pytest.raises(ValueError, match="impl='pallas' cannot run these inputs: the TPU "
+                     "kernels take a float32 table"):
+    sparse_delta_rule_chunked(args[0].astype(jnp.bfloat16), *args[1:], impl="pallas")
+
+
 def test_auto_picks_the_kernels_only_on_gpu_and_pallas_rejects_float64():
   args = _pallas_args(32)
   on_gpu = jax.default_backend() == "gpu"
   assert resolve_impl("auto", args[0], args[3], chunk_size=64) == (
-      "pallas" if on_gpu else "chunked")
+      "pallas_gpu" if on_gpu else "chunked")
   assert resolve_impl("auto", args[0], args[3], chunk_size=48) == "chunked"  # not 2^k
-  assert resolve_impl("pallas", args[0], args[3], chunk_size=64) == "pallas"
+  assert resolve_impl("pallas", args[0], args[3], chunk_size=64) == (
+      "pallas_tpu" if jax.default_backend() == "tpu" else "pallas_gpu")
   with jax.enable_x64(True):
     args64 = _pallas_args(33, dtype=jnp.float64)
     with pytest.raises(ValueError, match="float64"):
