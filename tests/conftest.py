@@ -35,12 +35,15 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 def pytest_collection_modifyitems(config, items):
-  """Tests marked `gpu` run compiled GPU kernels: they skip where JAX has no GPU."""
+  """Tests marked `gpu` (`tpu`) run compiled GPU (TPU) kernels: they skip where JAX's
+  default backend is another."""
   del config
-  if jax.default_backend() == "gpu":
-    return
   import pytest  # pylint: disable=g-import-not-at-top
-  skip = pytest.mark.skip(reason="needs a GPU (jax.default_backend() != 'gpu')")
-  for item in items:
-    if "gpu" in item.keywords:
-      item.add_marker(skip)
+  for platform in ("gpu", "tpu"):
+    if jax.default_backend() == platform:
+      continue
+    skip = pytest.mark.skip(reason=f"needs a {platform.upper()} (jax.default_backend() != "
+                                   f"'{platform}')")
+    for item in items:
+      if platform in item.keywords:
+        item.add_marker(skip)

@@ -104,6 +104,18 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
   assert len(topk_xla.candidate_pairs(16, 4)) == 16  # k = S^2: every pair
 
 
+@pytest.mark.tpu
+@pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (100, 128)])
+def test_compiled_tpu_kernel_matches_brute_force(sub_keys, k):
+  """On a TPU (never run: none was available)."""
+  scores = random_scores(8, sub_keys, jnp.float32, rows=256)
+  idx, logits = jax.jit(functools.partial(topk_pallas_tpu.product_key_topk, interpret=False),
+                        static_argnums=1)(scores, k)
+  want_idx, want_sums = brute_force(np.asarray(scores), k)
+  np.testing.assert_array_equal(np.asarray(idx), want_idx)
+  np.testing.assert_array_equal(np.asarray(logits), want_sums)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("impl", COMPILED_ON_GPU)
 @pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (128, 64)])

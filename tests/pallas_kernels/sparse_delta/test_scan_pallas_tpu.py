@@ -74,6 +74,19 @@ def test_forward_and_backward_lower_for_tpu(error):
   assert tpu_interpret.tpu_custom_calls(grad, memory, plan.coefs, plan.ids) == 2
 
 
+@pytest.mark.tpu
+@pytest.mark.parametrize("error", ["shared", "per_slot"])
+def test_compiled_kernels_match_the_xla_twin(error):
+  """On a TPU (never run: none was available): C = 64, W = R = 16, 8 chunks, 2 slabs."""
+  memory, plan = _plan(13, error=error, chunk_size=64, shared_memory=True, batch=3,
+                       seq_len=512, heads=2, num_slots=1024, value_dim=256, writes=16,
+                       reads=16)
+  kernel = functools.partial(scan_pallas_tpu.scan_chunks, error=error, interpret=False)
+  _compare(_outputs_and_grads(kernel, memory, plan, 14),
+           _outputs_and_grads(functools.partial(_xla_scan, error=error), memory, plan, 14),
+           1e-5)
+
+
 @pytest.mark.parametrize("table_dtype,value_dim,chunk,match", [
     (jnp.bfloat16, 128, 32, "float32 table"),
     (jnp.float32, 64, 32, "Dv a multiple of 128"),
