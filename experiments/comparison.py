@@ -27,6 +27,7 @@ from experiments import model_kinds
 from sdm_jax.metrics import BPB_UNAVAILABLE, unigram_bits_per_byte
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
+from sdm_jax.training.run_data import Data, load_data
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +43,7 @@ def build_runs(config_names: Sequence[str], *, steps: int | None = None,
                model_overrides: dict[str, Any] | None = None,
                train_overrides: dict[str, Any] | None = None,
                data_overrides: dict[str, Any] | None = None
-               ) -> tuple[dict[str, Run], common.Data]:
+               ) -> tuple[dict[str, Run], Data]:
   """({config name: Run}, the data they share) with the overrides applied to every config.
   The data is loaded once, after the checks; model vocabularies left unset follow it.
 
@@ -72,7 +73,7 @@ def build_runs(config_names: Sequence[str], *, steps: int | None = None,
     raise ValueError(f"the configs must train for equal tokens on the same data and evaluate "
                      f"on the same targets; got (steps, batch, seq_len, eval_tokens, data) "
                      f"{seen}")
-  data = common.load_data(next(iter(seen))[-1])
+  data = load_data(next(iter(seen))[-1])
   runs = {name: Run(model_kinds.kind_named(config.kind), *common.lm_configs(config, data))
           for name, config in experiment_configs.items()}
   return runs, data
@@ -82,7 +83,7 @@ def parameter_total(params) -> int:
   return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(params))
 
 
-def train_run(name: str, run: Run, *, workdir: str, data: common.Data,
+def train_run(name: str, run: Run, *, workdir: str, data: Data,
               log: Callable[[str], None] = print) -> tuple[dict[str, Any], Any, Any]:
   """Trains (or resumes) one run on `data` into `workdir`; returns (result, model, params).
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 from absl import flags
 
 from experiments import cli
-from experiments import common
 from experiments import model_kinds
 from sdm_jax.data import token_bytes as token_bytes_lib
 from sdm_jax.data.corpus import load_corpus
 from sdm_jax.training import records
 from sdm_jax.training.config import DataConfig
+from sdm_jax.training.run_data import bpb_table
 from sdm_jax.training.workdir import check_tokens_fit
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by experiments.train.",
@@ -40,7 +40,7 @@ def main(argv):
   val_tokens = load_corpus(path, split="val", val_fraction=data.val_fraction,
                            vocab_size=model.config.vocab_size, token_dtype=data.token_dtype)
   check_tokens_fit(val_tokens, model.config.vocab_size, "the validation data")
-  table = common.bpb_table(data)
+  table = bpb_table(data)
   if table is not None:
     token_bytes_lib.check_covers(table, int(val_tokens.max()), "the validation data")
   max_tokens = saved["train"]["eval_tokens"] if _EVAL_TOKENS.value is None else (

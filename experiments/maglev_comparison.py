@@ -19,12 +19,12 @@ from typing import Any, Callable, Sequence
 import jax
 import jax.numpy as jnp
 
-from experiments import common
 from experiments import comparison
 from maglev_jax.inference import fixed_point_memories, recurrent_memories
 from maglev_jax.model import Maglev, shift_memories
 from sdm_jax.data.batches import eval_batches
 from sdm_jax.evaluation.timing import time_call
+from sdm_jax.training.run_data import Data
 
 MODELS = ("swa", "slsl", "maglev", "maglev_shared")
 
@@ -48,7 +48,7 @@ def build_configs(size: str, models: Sequence[str], *, steps: int | None = None,
                   model_overrides: dict[str, Any] | None = None,
                   train_overrides: dict[str, Any] | None = None,
                   data_overrides: dict[str, Any] | None = None
-                  ) -> tuple[dict[str, comparison.Run], common.Data]:
+                  ) -> tuple[dict[str, comparison.Run], Data]:
   """({config name: Run}, their data), all at equal tokens
   (`experiments.comparison.build_runs`)."""
   return comparison.build_runs(config_names(size, models), steps=steps,

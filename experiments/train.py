@@ -38,6 +38,7 @@ from sdm_jax.evaluation import timing
 from sdm_jax.metrics import unigram_bits_per_byte
 from sdm_jax.training import distributed
 from sdm_jax.training import records
+from sdm_jax.training.run_data import load_data
 
 DEFAULT_CONFIG = "sdm_tiny"
 SAMPLE_PROMPT = "def "
@@ -67,7 +68,7 @@ def main(argv):
   common.override_steps(config, _STEPS.value)
   if _DATA.value is not None:
     config.data.path = _DATA.value
-  data = common.load_data(common.data_config_of(config))
+  data = load_data(common.data_config_of(config))
   model_config, train_config, data_config = common.lm_configs(config, data)
   kind = model_kinds.kind_named(config.get("kind", "lm"))
   workdir = _WORKDIR.value or common.default_workdir(config.name)

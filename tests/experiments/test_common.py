@@ -1,5 +1,5 @@
-"""`experiments.common`: what the data implies for the model (vocabulary, tokenizer, bytes
-per token) and the checks made before anything trains."""
+"""`experiments.common`: an experiment config as the library's configs, the model
+vocabulary following the data unless the config sets it (then checked against the data)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from experiments import common
 from experiments.configs import get_config
-from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
+from sdm_jax.training.run_data import load_data
 
 
 def _config(**data):
@@ -33,10 +33,9 @@ def test_the_byte_tokenizer_fixes_the_vocabulary_without_reading_the_data(tmp_pa
   assert model.vocab_size == 259 and data.tokenizer == "byte"
 
 
-def test_ids_without_a_tokenizer_set_the_vocabulary_from_their_largest_id(split_directory):
+def test_an_unset_vocabulary_follows_the_data_and_a_set_one_must_hold_it(split_directory):
   config = _config(path=str(split_directory), tokenizer="none")
-  data = common.load_data(common.data_config_of(config))
-  assert (data.max_id, data.tokenizer, data.token_bytes) == (1000, None, None)
+  data = load_data(common.data_config_of(config))
   assert common.lm_configs(config, data)[0].vocab_size == 1024
   assert common.lm_configs(config)[0].vocab_size == 1024  # loads the data to know
   config.model.vocab_size = 1001
@@ -46,32 +45,11 @@ def test_ids_without_a_tokenizer_set_the_vocabulary_from_their_largest_id(split_
     common.lm_configs(config, data)
 
 
-def test_load_data_takes_the_table_from_the_file_or_the_tokenizer(split_directory, tmp_path):
-  table = np.random.default_rng(1).integers(0, 5, 1001)
-  np.save(tmp_path / "bytes.npy", table)
-  data = common.load_data(common.data_config_of(_config(
-      path=str(split_directory), tokenizer="none", token_bytes=str(tmp_path / "bytes.npy"))))
-  np.testing.assert_array_equal(data.token_bytes, table)
+def test_a_vocabulary_smaller_than_the_tokenizer_is_refused(tmp_path):
   text = tmp_path / "a.txt"
   text.write_text("some text " * 50)
-  byte = common.load_data(common.data_config_of(_config(path=str(text))))
-  np.testing.assert_array_equal(byte.token_bytes, BYTE_TOKEN_BYTES)
-
-
-@pytest.mark.parametrize("data, message", [
-    (dict(tokenizer="none"), "is text, which is read with the byte tokenizer"),
-    (dict(tokenizer="byte", path="{split}"), "beyond the 259 ids of data.tokenizer='byte'"),
-    (dict(tokenizer="none", path="{split}", token_bytes="{table}"), "only 10 entries"),
-    (dict(token_dtype="int8"), "token_dtype must be one of"),
-    (dict(token_bytes="bytes.txt"), "must be a .npy file"),
-])
-def test_data_that_does_not_fit_its_settings_is_refused(split_directory, tmp_path, data,
-                                                        message):
-  np.save(tmp_path / "short.npy", np.ones(10, np.int32))
-  text = tmp_path / "a.txt"
-  text.write_text("some text " * 50)
-  values = {"path": str(text), **data}
-  values = {k: v.format(split=split_directory, table=tmp_path / "short.npy")
-            if isinstance(v, str) else v for k, v in values.items()}
-  with pytest.raises(ValueError, match=message):
-    common.load_data(common.data_config_of(_config(**values)))
+  config = _config(path=str(text))
+  config.model.vocab_size = 258
+  data = load_data(common.data_config_of(config))
+  with pytest.raises(ValueError, match="model.vocab_size=258 is smaller than the 259 ids"):
+    common.lm_configs(config, data)
