@@ -1,21 +1,19 @@
 """What the entry points share: the `--config` flag, turning a ConfigDict into the
 library's configs (the model vocabulary following the data, `sdm_jax.training.run_data`),
-printing samples, and the default workdir."""
+and the default workdir."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any
 
 from absl import flags
-import numpy as np
 from ml_collections import config_dict
 from ml_collections import config_flags
 
 from experiments import cli
 from experiments import configs
 from experiments import model_kinds
-from sdm_jax.data.tokenizer import Tokenizer
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
 from sdm_jax.training.run_data import Data, data_vocab_size
@@ -84,22 +82,6 @@ def lm_configs(config: config_dict.ConfigDict, data: Data | None = None
                        f"{data.tokenizer.name!r}; raise it or leave it unset to follow the data")
   return (model_class.from_dict(model), TrainConfig.from_dict(to_plain(config.train)),
           data_config)
-
-
-def prompt_ids(tokenizer: Tokenizer, text: str) -> list[int]:
-  """A text prompt as ids: BOS, then the text's tokens."""
-  return [tokenizer.bos_id, *tokenizer.encode(text).tolist()]
-
-
-def sample_text(tokenizer: Tokenizer | None, prompt: Sequence[int], sample: Sequence[int],
-                prompt_text: str | None = None) -> str:
-  """How a sample prints. With a tokenizer: `prompt_text` (else the decoded prompt), then
-  the decoded sample. Without one: every id of prompt and sample, space-separated."""
-  if tokenizer is None:
-    return " ".join(str(int(token)) for token in [*prompt, *sample])
-  if prompt_text is None:
-    prompt_text = tokenizer.decode(np.asarray(prompt, np.int64))
-  return prompt_text + tokenizer.decode(np.asarray(sample, np.int64))
 
 
 def override_steps(config: config_dict.ConfigDict, steps: int | None) -> None:

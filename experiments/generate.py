@@ -15,9 +15,8 @@ from absl import flags
 import jax.numpy as jnp
 
 from experiments import cli
-from experiments import common
 from experiments import model_kinds
-from sdm_jax.data.tokenizer import tokenizer_named
+from sdm_jax.data.tokenizer import prompt_ids, sample_text, tokenizer_named
 from sdm_jax.training.config import DataConfig
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by experiments.train.",
@@ -57,11 +56,11 @@ def main(argv):
     raise ValueError("this run's data has no tokenizer (data.tokenizer='none'), so a text "
                      "prompt cannot be encoded: give the prompt as --prompt_ids=ID,ID,...")
   else:
-    prompt, prompt_text = common.prompt_ids(tokenizer, _PROMPT.value), _PROMPT.value
+    prompt, prompt_text = prompt_ids(tokenizer, _PROMPT.value), _PROMPT.value
   tokens = kind.generate(model, params, jnp.asarray([prompt], jnp.int32),
                          steps=_NUM_TOKENS.value, temperature=_TEMPERATURE.value,
                          top_k=_TOP_K.value, seed=_SEED.value)
-  print(common.sample_text(tokenizer, prompt, tokens[0].tolist(), prompt_text))
+  print(sample_text(tokenizer, prompt, tokens[0].tolist(), prompt_text))
 
 
 if __name__ == "__main__":

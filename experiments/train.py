@@ -34,6 +34,7 @@ import jax.numpy as jnp
 from experiments import cli
 from experiments import common
 from experiments import model_kinds
+from sdm_jax.data.tokenizer import prompt_ids, sample_text
 from sdm_jax.evaluation import timing
 from sdm_jax.metrics import unigram_bits_per_byte
 from sdm_jax.training import distributed
@@ -101,10 +102,10 @@ def main(argv):
       if data.tokenizer is None:
         prompt, prompt_text = data.val[:SAMPLE_PROMPT_IDS].tolist(), None
       else:
-        prompt, prompt_text = common.prompt_ids(data.tokenizer, SAMPLE_PROMPT), SAMPLE_PROMPT
+        prompt, prompt_text = prompt_ids(data.tokenizer, SAMPLE_PROMPT), SAMPLE_PROMPT
       sample = kind.generate(model, params, jnp.asarray([prompt], jnp.int32),
                              steps=_SAMPLE_TOKENS.value, temperature=0.8, top_k=50, seed=0)
-      print("sample:\n" + common.sample_text(data.tokenizer, prompt, sample[0].tolist(),
+      print("sample:\n" + sample_text(data.tokenizer, prompt, sample[0].tolist(),
                                               prompt_text))
   print(f"checkpoints: {os.path.join(workdir, 'checkpoints')}; metrics: "
         f"{os.path.join(workdir, records.METRICS_FILE)}; summary: "

@@ -4,12 +4,15 @@ a tiktoken encoding, behind one `Tokenizer` interface.
 Byte tokenizer: token ids 0..255 are the UTF-8 bytes, then three special tokens. Every
 byte token stands for exactly one byte of text and every special token for none, which
 is what bits-per-byte counts (`token_byte_lengths`).
+
+Prompts and samples: `prompt_ids` (a text prompt as ids) and `sample_text` (how a sample
+prints, with or without a tokenizer).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -160,3 +163,19 @@ def model_vocab_size(tokenizer: Tokenizer | None, max_id: int | None = None) -> 
     raise ValueError(f"without a tokenizer the vocabulary follows the data: give its largest "
                      f"id (max_id >= 0), got {max_id!r}")
   return -(-size // VOCAB_MULTIPLE) * VOCAB_MULTIPLE
+
+
+def prompt_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+  """A text prompt as ids: BOS, then the text's tokens."""
+  return [tokenizer.bos_id, *tokenizer.encode(text).tolist()]
+
+
+def sample_text(tokenizer: Tokenizer | None, prompt: Sequence[int], sample: Sequence[int],
+                prompt_text: str | None = None) -> str:
+  """How a sample prints. With a tokenizer: `prompt_text` (else the decoded prompt), then
+  the decoded sample. Without one: every id of prompt and sample, space-separated."""
+  if tokenizer is None:
+    return " ".join(str(int(token)) for token in [*prompt, *sample])
+  if prompt_text is None:
+    prompt_text = tokenizer.decode(np.asarray(prompt, np.int64))
+  return prompt_text + tokenizer.decode(np.asarray(sample, np.int64))

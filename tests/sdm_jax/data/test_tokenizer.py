@@ -103,3 +103,19 @@ def test_model_vocab_size_keeps_the_byte_tokenizer_exact():
   assert tokenizer.model_vocab_size(tokenizer.BYTE_TOKENIZER, 10_000) == VOCAB_SIZE
   with pytest.raises(ValueError, match="max_id"):
     tokenizer.model_vocab_size(None)
+
+
+def test_a_prompt_starts_with_bos_then_the_text():
+  assert tokenizer.prompt_ids(tokenizer.BYTE_TOKENIZER, "hé") == [BOS_ID, 104, 195, 169]
+
+
+def test_a_sample_prints_as_text_with_a_tokenizer_and_as_ids_without():
+  rng = np.random.default_rng(0)
+  prompt = [BOS_ID, *rng.integers(97, 123, 5).tolist()]
+  sample = rng.integers(97, 123, 7).tolist()
+  byte = tokenizer.BYTE_TOKENIZER
+  decoded = tokenizer.decode(prompt) + tokenizer.decode(sample)  # BOS prints as nothing
+  assert tokenizer.sample_text(byte, prompt, sample) == decoded
+  # The prompt as the user typed it stands in for its decoding.
+  assert tokenizer.sample_text(byte, prompt, sample, "typed") == "typed" + tokenizer.decode(sample)
+  assert tokenizer.sample_text(None, prompt, sample) == " ".join(map(str, prompt + sample))
