@@ -13,7 +13,7 @@ from ml_collections import config_flags
 
 from experiments import cli
 from experiments import configs
-from experiments import model_kinds
+from maglev_jax import model_kinds
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
 from sdm_jax.training.run_data import Data, data_vocab_size

@@ -23,7 +23,7 @@ import numpy as np
 
 from experiments import common
 from experiments import configs
-from experiments import model_kinds
+from maglev_jax import model_kinds
 from sdm_jax.metrics import BPB_UNAVAILABLE, unigram_bits_per_byte
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig

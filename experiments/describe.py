@@ -12,7 +12,7 @@ from absl import flags
 
 from experiments import cli
 from experiments import common
-from experiments import model_kinds
+from maglev_jax import model_kinds
 from sdm_jax.training import records
 
 _CONFIG = common.define_config_flag("sdm_tiny")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from absl import flags
 
 from experiments import cli
-from experiments import model_kinds
+from maglev_jax import model_kinds
 from sdm_jax.data import token_bytes as token_bytes_lib
 from sdm_jax.data.corpus import load_corpus
 from sdm_jax.training import records

@@ -15,7 +15,7 @@ from absl import flags
 import jax.numpy as jnp
 
 from experiments import cli
-from experiments import model_kinds
+from maglev_jax import model_kinds
 from sdm_jax.data.tokenizer import prompt_ids, sample_text, tokenizer_named
 from sdm_jax.training.config import DataConfig
 

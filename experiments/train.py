@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 from experiments import cli
 from experiments import common
-from experiments import model_kinds
+from maglev_jax import model_kinds
 from sdm_jax.data.tokenizer import prompt_ids, sample_text
 from sdm_jax.evaluation import timing
 from sdm_jax.metrics import unigram_bits_per_byte

@@ -10,4 +10,6 @@ Modules:
   processing), `RecurrentDecoder`, `generate`.
 - `evaluation`: `maglev_evaluator` (teacher-forced, recurrent and memory-zeroed BPB).
 - `describe`: parameters under both sharing modes, inference state, FLOPs per token.
+- `model_kinds`: the kinds of model ("lm", "maglev") and what to call to train, load,
+  evaluate, describe and sample each; here because it names both.
 """

@@ -1,5 +1,9 @@
-"""The kinds of model the entry points handle, picked by the "kind" field of an experiment
-config and of a workdir's config.json: "lm" (the pattern-string LM) and "maglev"."""
+"""The kinds of model, picked by the "kind" field of an experiment config and of a
+workdir's config.json: "lm" (the pattern-string LM of `sdm_jax`) and "maglev". For each,
+what to call to train, load, evaluate, describe and sample it (`ModelKind`).
+
+It lives in maglev_jax, the top library layer, because it names both kinds (sdm_jax may
+not import maglev_jax); a new kind is one more entry in `KINDS`."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from sdm_jax.training.workdir import read_workdir_config
 
 @dataclasses.dataclass(frozen=True)
 class ModelKind:
-  """What the entry points call for one kind of model.
+  """What the entry points and notebooks call for one kind of model.
 
   Attributes:
     config_class: the model config (LMConfig or a subclass), built with `from_dict`.
