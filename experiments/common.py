@@ -1,11 +1,12 @@
 """What the entry points share: the `--config` flag, turning a ConfigDict into the
 library's configs (the model vocabulary following the data, `sdm_jax.training.run_data`),
-and the default workdir."""
+named configs into the runs of an equal-tokens comparison (`build_runs`), and the default
+workdir."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Sequence
 
 from absl import flags
 from ml_collections import config_dict
@@ -13,10 +14,11 @@ from ml_collections import config_flags
 
 from experiments import cli
 from experiments import configs
+from maglev_jax import equal_tokens
 from maglev_jax import model_kinds
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
-from sdm_jax.training.run_data import Data, data_vocab_size
+from sdm_jax.training.run_data import Data, data_vocab_size, load_data
 
 DEFAULT_WORKDIR_ROOT = "workdirs"
 
@@ -89,6 +91,41 @@ def override_steps(config: config_dict.ConfigDict, steps: int | None) -> None:
   if steps is not None:
     config.train.steps = steps
     config.train.warmup_steps = min(config.train.warmup_steps, steps)
+
+
+def build_runs(config_names: Sequence[str], *, steps: int | None = None,
+               model_overrides: dict[str, Any] | None = None,
+               train_overrides: dict[str, Any] | None = None,
+               data_overrides: dict[str, Any] | None = None
+               ) -> tuple[dict[str, equal_tokens.Run], Data]:
+  """({config name: Run}, the data they share) for `maglev_jax.equal_tokens.compare`, with
+  the overrides applied to every config. The data is loaded once, after the checks; model
+  vocabularies left unset follow it.
+
+  Raises:
+    ValueError: no or repeated names, or configs that would not train on equal tokens of
+      the same data and evaluate on the same targets.
+  """
+  if not config_names or len(set(config_names)) != len(config_names):
+    raise ValueError(f"configs must be a non-empty list of distinct config names, got "
+                     f"{list(config_names)}")
+  experiment_configs = {}
+  for name in config_names:
+    config = configs.get_config(name)
+    config.model.update(model_overrides or {})
+    config.train.update(train_overrides or {})
+    config.data.update(data_overrides or {})
+    if steps is not None:
+      config.train.update(steps=steps, checkpoint_every=steps)
+      override_steps(config, steps)
+    experiment_configs[config.name] = config
+  data_config = equal_tokens.check_equal_tokens(
+      (TrainConfig.from_dict(to_plain(config.train)), data_config_of(config))
+      for config in experiment_configs.values())
+  data = load_data(data_config)
+  runs = {name: equal_tokens.Run(model_kinds.kind_named(config.kind), *lm_configs(config, data))
+          for name, config in experiment_configs.items()}
+  return runs, data
 
 
 def default_workdir(config_name: str) -> str:

@@ -6,7 +6,7 @@
   python -m experiments.compare --configs=gdn_tiny,sdm_tiny --config.model.d_model=64 \
       --config.train.peak_lr=1e-3   # overrides applied to every config
 
-See `experiments.comparison` for what is trained, evaluated and reported. Prints progress,
+See `maglev_jax.equal_tokens` for what is trained, evaluated and reported. Prints progress,
 a table, then one JSON line with everything (also written to --summary_file if given).
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from absl import flags
 
 from experiments import cli
-from experiments import comparison
 from experiments import comparison_flags
+from maglev_jax import equal_tokens
 from sdm_jax.training import records
 
 _CONFIGS = flags.DEFINE_list("configs", None, "Config names to train, e.g. "
@@ -26,8 +26,9 @@ _SUMMARY_FILE = flags.DEFINE_string("summary_file", None, "Also write the JSON s
 
 def main(argv):
   del argv
-  summary = comparison.compare(_CONFIGS.value, **comparison_flags.comparison_kwargs())
-  print(comparison.format_table(summary))
+  runs, data = comparison_flags.runs_from_flags(_CONFIGS.value)
+  summary = equal_tokens.compare(runs, data, workdir_root=comparison_flags.WORKDIR_ROOT.value)
+  print(equal_tokens.format_table(summary))
   if _SUMMARY_FILE.value:
     with open(_SUMMARY_FILE.value, "w") as f:
       f.write(records.dumps(summary, indent=1))

@@ -5,18 +5,21 @@ module defines them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Sequence
 
 from absl import flags
 from ml_collections import config_dict
 from ml_collections import config_flags
 
 from experiments import cli
+from experiments import common
+from maglev_jax.equal_tokens import Run
+from sdm_jax.training.run_data import Data
 
 _STEPS = flags.DEFINE_integer("steps", None, "Training steps of every model (default: the "
                               "configs' train.steps).")
-_WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Workdirs go to <root>/<config> "
-                                    "(default: a new temporary directory).")
+WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Workdirs go to <root>/<config> "
+                                   "(default: a new temporary directory).")
 _DATA = flags.DEFINE_string("data", None, "Override data.path of every config.")
 # Any field may be named (each config checks its own when it is built), so the sections
 # start empty and accept new attributes.
@@ -27,13 +30,13 @@ _OVERRIDES = cli.define_config(
     lock_config=False, accept_new_attributes=True)
 
 
-def comparison_kwargs() -> dict[str, Any]:
-  """steps, workdir_root and the model, train and data overrides from the flags, as
-  `experiments.comparison.compare` takes them."""
+def runs_from_flags(config_names: Sequence[str]) -> tuple[dict[str, Run], Data]:
+  """The named configs with the flags' steps, data and overrides applied to each, as the
+  runs of `maglev_jax.equal_tokens.compare` and the data they share (`common.build_runs`)."""
   overrides = _OVERRIDES.value  # ml_collections rejects other sections, with a suggestion
   data = overrides.data.to_dict()
   if _DATA.value is not None:
     data["path"] = _DATA.value
-  return {"steps": _STEPS.value, "workdir_root": _WORKDIR_ROOT.value,
-          "model_overrides": overrides.model.to_dict(),
-          "train_overrides": overrides.train.to_dict(), "data_overrides": data}
+  return common.build_runs(config_names, steps=_STEPS.value,
+                           model_overrides=overrides.model.to_dict(),
+                           train_overrides=overrides.train.to_dict(), data_overrides=data)

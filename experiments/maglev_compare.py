@@ -9,11 +9,13 @@ Prints progress, a table, then one JSON line with everything.
 
 from __future__ import annotations
 
+import tempfile
+
 from absl import flags
 
 from experiments import cli
 from experiments import comparison_flags
-from experiments.maglev_comparison import MODELS, compare
+from experiments.maglev_comparison import MODELS, compare, config_names, format_table
 from sdm_jax.training import records
 
 _SIZE = flags.DEFINE_enum("size", "tiny", ["tiny", "small"], "Config family maglev_<size>*.")
@@ -26,9 +28,16 @@ _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per prefill method.")
 
 def main(argv):
   del argv
-  summary = compare(_SIZE.value, _MODELS.value, **comparison_flags.comparison_kwargs(),
+  size = _SIZE.value
+  # config_names checks the model names before anything is loaded or trained.
+  runs, data = comparison_flags.runs_from_flags(config_names(size, _MODELS.value))
+  workdir_root = (comparison_flags.WORKDIR_ROOT.value or
+                  tempfile.mkdtemp(prefix=f"maglev_compare_{size}_"))
+  summary = compare(runs, data, workdir_root=workdir_root,
                     prefill_batch=_PREFILL_BATCH.value, prefill_len=_PREFILL_LEN.value,
                     tol=_TOL.value, repeats=_REPEATS.value)
+  summary["size"] = size
+  print(format_table(summary))
   print(records.dumps(summary))
   return cli.stop_status(summary.get("stopped_by"))
 

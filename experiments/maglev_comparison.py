@@ -1,9 +1,9 @@
 """Maglev against its baselines at equal tokens, and fixed-point against recurrent prefill:
 the library behind `experiments.maglev_compare` (importable without defining flags).
 
-`compare` trains `maglev_<size>_swa`, `maglev_<size>_slsl`, `maglev_<size>` and
-`maglev_<size>_shared` for the same steps (hence tokens), evaluates each on the same
-validation targets (Maglev: teacher-forced, recurrent and memory-zeroed BPB) next to the
+`compare` trains the runs of `maglev_<size>_swa`, `maglev_<size>_slsl`, `maglev_<size>`
+and `maglev_<size>_shared` (`config_names`) for the same steps (hence tokens) with
+`maglev_jax.equal_tokens.compare`, evaluates each on the same validation targets (Maglev: teacher-forced, recurrent and memory-zeroed BPB) next to the
 unigram baseline, then times P's prompt processing on validation windows: the token-by-token
 recurrence against the fixed-point iteration (float32, highest matmul precision), with the
 number of iterations the iteration needs to come within `tol` of the recurrent memories.
@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import jax
 import jax.numpy as jnp
 
-from experiments import comparison
+from maglev_jax import equal_tokens
 from maglev_jax.inference import fixed_point_memories, recurrent_memories
 from maglev_jax.model import Maglev, shift_memories
 from sdm_jax.data.batches import eval_batches
@@ -42,18 +42,6 @@ def config_names(size: str, models: Sequence[str]) -> list[str]:
   if unknown or not models:
     raise ValueError(f"models must be a non-empty subset of {MODELS}, got {list(models)}")
   return [config_name(size, model) for model in models]
-
-
-def build_configs(size: str, models: Sequence[str], *, steps: int | None = None,
-                  model_overrides: dict[str, Any] | None = None,
-                  train_overrides: dict[str, Any] | None = None,
-                  data_overrides: dict[str, Any] | None = None
-                  ) -> tuple[dict[str, comparison.Run], Data]:
-  """({config name: Run}, their data), all at equal tokens
-  (`experiments.comparison.build_runs`)."""
-  return comparison.build_runs(config_names(size, models), steps=steps,
-                               model_overrides=model_overrides,
-                               train_overrides=train_overrides, data_overrides=data_overrides)
 
 
 def time_prefill(model: Maglev, params, prompts: jax.Array, *, tol: float,
@@ -87,15 +75,12 @@ def time_prefill(model: Maglev, params, prompts: jax.Array, *, tol: float,
   }
 
 
-def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | None = None,
-            workdir_root: str | None = None,
-            model_overrides: dict[str, Any] | None = None,
-            train_overrides: dict[str, Any] | None = None,
-            data_overrides: dict[str, Any] | None = None, prefill_batch: int = 8,
-            prefill_len: int | None = None, tol: float = 1e-4, repeats: int = 5,
-            log: Callable[[str], None] = print) -> dict[str, Any]:
-  """Trains, evaluates and times as the module docstring says; returns the JSON summary."""
-  names = config_names(size, models)  # checks the model names before anything trains
+def compare(runs: dict[str, equal_tokens.Run], data: Data, *, workdir_root: str | None = None,
+            prefill_batch: int = 8, prefill_len: int | None = None, tol: float = 1e-4,
+            repeats: int = 5, log: Callable[[str], None] = print) -> dict[str, Any]:
+  """Trains, evaluates and times as the module docstring says; returns the JSON summary:
+  `equal_tokens.compare`'s, with the prefill timings of the Maglev models under
+  "prefill"."""
 
   def prefill(name, run, model, params, val_tokens):
     if not isinstance(model, Maglev):
@@ -107,23 +92,19 @@ def compare(size: str = "tiny", models: Sequence[str] = MODELS, *, steps: int | 
     log(f"  {name} prefill: " + json.dumps(result))
     return result
 
-  summary = comparison.compare(
-      names, steps=steps,
-      workdir_root=workdir_root or tempfile.mkdtemp(prefix=f"maglev_compare_{size}_"),
-      model_overrides=model_overrides, train_overrides=train_overrides,
-      data_overrides=data_overrides, after_training=prefill, log=log)
-  summary["size"] = size
+  summary = equal_tokens.compare(
+      runs, data, workdir_root=workdir_root or tempfile.mkdtemp(prefix="maglev_compare_"),
+      after_training=prefill, log=log)
   summary["prefill"] = summary.pop("extra")
-  log(format_table(summary))
   return summary
 
 
 def format_table(summary: dict[str, Any]) -> str:
   """The human-readable part of a `compare` summary: BPBs, or losses in nats per token
   where the bytes per token are unknown."""
-  metric = comparison.headline_metric(summary)
+  metric = equal_tokens.headline_metric(summary)
   prefix = "loss" if metric == "val_loss" else "bpb"
-  lines = [f"{summary['size']} on {comparison.run_line(summary)}",
+  lines = [f"{summary['size']} on {equal_tokens.run_line(summary)}",
            f"{'model':<22} {'params':>10} {metric:>8} {'teacher':>8} {'recurrent':>9} "
            f"{'mem=0':>8} {'train_s':>8}"]
   dash = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731

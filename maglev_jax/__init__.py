@@ -12,4 +12,5 @@ Modules:
 - `describe`: parameters under both sharing modes, inference state, FLOPs per token.
 - `model_kinds`: the kinds of model ("lm", "maglev") and what to call to train, load,
   evaluate, describe and sample each; here because it names both.
+- `equal_tokens`: training runs of either kind for equal tokens and tabulating them.
 """

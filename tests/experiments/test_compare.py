@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from experiments.comparison import build_runs
+from experiments.common import build_runs
 from tests.experiments.cli_flags import TOY_LM_MODEL, TOY_LM_TRAIN, config_overrides
 
 

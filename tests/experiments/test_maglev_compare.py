@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from experiments.maglev_comparison import build_configs, format_table
+from experiments.common import build_runs
+from experiments.maglev_comparison import config_names, format_table
 from sdm_jax.metrics import BPB_UNAVAILABLE
 from tests.experiments.cli_flags import config_overrides
 
@@ -41,10 +42,10 @@ def test_compare_trains_at_equal_tokens_and_times_both_prefills(run_cli, toy_cor
 
 def test_overrides_reach_every_config_and_unknown_models_are_refused(toy_corpus):
   with pytest.raises(ValueError, match="subset of"):
-    build_configs("tiny", ["maglev", "gdn"])
-  runs, _ = build_configs("tiny", ["swa", "slsl", "maglev", "maglev_shared"], steps=5,
-                          data_overrides={"path": toy_corpus}, model_overrides={"window": 16},
-                          train_overrides={"seq_len": 64})
+    config_names("tiny", ["maglev", "gdn"])
+  names = config_names("tiny", ["swa", "slsl", "maglev", "maglev_shared"])
+  runs, _ = build_runs(names, steps=5, data_overrides={"path": toy_corpus},
+                       model_overrides={"window": 16}, train_overrides={"seq_len": 64})
   assert len(runs) == 4
   for run in runs.values():
     assert (run.train.steps, run.train.seq_len, run.model.window, run.data.path) == (

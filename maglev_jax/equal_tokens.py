@@ -1,13 +1,17 @@
-"""Training named configs for equal tokens and comparing them: the library behind
-`experiments.compare` and `experiments.maglev_comparison` (importable without flags).
+"""Training several models for equal tokens and comparing them: the library behind
+`experiments.compare` and `experiments.maglev_compare`.
 
-Every config is trained on the same data split for the same steps, batch and sequence
-length (so the same tokens), then evaluated on the same validation targets. Each model's
-result holds `fit`'s summary (val BPB, final train loss), the wall time, the steady
-step time (the last logging interval, compilation excluded), its parameter counts and the
-`describe` report of its kind (parameters split by part, recurrent/cache state per
-sequence at the training length, FLOPs per token). On ids whose bytes are unknown (no
-tokenizer, no data.token_bytes) the models are compared by `val_loss` (nats per token).
+Every run is trained on the same data split for the same steps, batch and sequence length
+(so the same tokens), then evaluated on the same validation targets. Each model's result
+holds `fit`'s summary (val BPB, final train loss), the wall time, the steady step time
+(the last logging interval, compilation excluded), its parameter counts and the `describe`
+report of its kind (parameters split by part, recurrent/cache state per sequence at the
+training length, FLOPs per token). On ids whose bytes are unknown (no tokenizer, no
+data.token_bytes) the models are compared by `val_loss` (nats per token).
+
+A `Run` holds a model kind and typed configs; `experiments.common.build_runs` makes them
+from named experiment configs. It lives in maglev_jax because a run may be of either kind
+(`model_kinds`).
 """
 
 from __future__ import annotations
@@ -16,67 +20,41 @@ import dataclasses
 import os
 import tempfile
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable
 
 import jax
 import numpy as np
 
-from experiments import common
-from experiments import configs
 from maglev_jax import model_kinds
 from sdm_jax.metrics import BPB_UNAVAILABLE, unigram_bits_per_byte
 from sdm_jax.models.config import LMConfig
 from sdm_jax.training.config import DataConfig, TrainConfig
-from sdm_jax.training.run_data import Data, load_data
+from sdm_jax.training.run_data import Data
 
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-  """One config to train: its model kind and its three settings."""
+  """One model to train: its kind and its model, training and data configs."""
   kind: model_kinds.ModelKind
   model: LMConfig
   train: TrainConfig
   data: DataConfig
 
 
-def build_runs(config_names: Sequence[str], *, steps: int | None = None,
-               model_overrides: dict[str, Any] | None = None,
-               train_overrides: dict[str, Any] | None = None,
-               data_overrides: dict[str, Any] | None = None
-               ) -> tuple[dict[str, Run], Data]:
-  """({config name: Run}, the data they share) with the overrides applied to every config.
-  The data is loaded once, after the checks; model vocabularies left unset follow it.
+def check_equal_tokens(settings: Iterable[tuple[TrainConfig, DataConfig]]) -> DataConfig:
+  """The data config shared by runs of these (train, data) settings.
 
   Raises:
-    ValueError: no or repeated names, or configs that would not train on equal tokens of
-      the same data and evaluate on the same targets.
+    ValueError: unless they train for equal tokens (steps, batch, seq_len) of the same data
+      and evaluate on the same targets (eval_tokens).
   """
-  if not config_names or len(set(config_names)) != len(config_names):
-    raise ValueError(f"configs must be a non-empty list of distinct config names, got "
-                     f"{list(config_names)}")
-  experiment_configs = {}
-  for name in config_names:
-    config = configs.get_config(name)
-    config.model.update(model_overrides or {})
-    config.train.update(train_overrides or {})
-    config.data.update(data_overrides or {})
-    if steps is not None:
-      config.train.update(steps=steps, checkpoint_every=steps)
-      common.override_steps(config, steps)
-    experiment_configs[config.name] = config
-  seen = set()
-  for config in experiment_configs.values():
-    train = TrainConfig.from_dict(common.to_plain(config.train))
-    seen.add((train.steps, train.batch_size, train.seq_len, train.eval_tokens,
-              common.data_config_of(config)))
+  seen = {(train.steps, train.batch_size, train.seq_len, train.eval_tokens, data)
+          for train, data in settings}
   if len(seen) != 1:
     raise ValueError(f"the configs must train for equal tokens on the same data and evaluate "
                      f"on the same targets; got (steps, batch, seq_len, eval_tokens, data) "
                      f"{seen}")
-  data = load_data(next(iter(seen))[-1])
-  runs = {name: Run(model_kinds.kind_named(config.kind), *common.lm_configs(config, data))
-          for name, config in experiment_configs.items()}
-  return runs, data
+  return next(iter(seen))[-1]
 
 
 def parameter_total(params) -> int:
@@ -102,20 +80,15 @@ def train_run(name: str, run: Run, *, workdir: str, data: Data,
   return result, model, params
 
 
-def compare(config_names: Sequence[str], *, steps: int | None = None,
-            workdir_root: str | None = None,
-            model_overrides: dict[str, Any] | None = None,
-            train_overrides: dict[str, Any] | None = None,
-            data_overrides: dict[str, Any] | None = None,
+def compare(runs: dict[str, Run], data: Data, *, workdir_root: str | None = None,
             after_training: Callable[..., dict[str, Any] | None] | None = None,
             log: Callable[[str], None] = print) -> dict[str, Any]:
-  """Trains every config for equal tokens and evaluates it; returns the JSON summary.
+  """Trains every run for equal tokens and evaluates it; returns the JSON summary.
 
   Args:
-    config_names: names under experiments/configs.
-    steps, model_overrides, train_overrides, data_overrides: applied to every config (the
-      overrides as fields of its model, train and data sections).
-    workdir_root: workdirs go to <root>/<config name> (default: a new temporary directory);
+    runs: {name: Run}, all at equal tokens of the same data (`check_equal_tokens`).
+    data: the data of their data config, loaded (`sdm_jax.training.run_data.load_data`).
+    workdir_root: workdirs go to <root>/<name> (default: a new temporary directory);
       finished runs found there are resumed, i.e. only evaluated.
     after_training: (name, run, model, params, val_tokens) -> extra results stored under
       summary["extra"][name] (e.g. Maglev's prefill timing), or None.
@@ -126,8 +99,9 @@ def compare(config_names: Sequence[str], *, steps: int | None = None,
      "models": {name: result of `train_run`}, "extra": {name: ...}}, and "stopped_by"
     when a signal stopped a run (the models trained before it are in "models").
   """
-  runs, data = build_runs(config_names, steps=steps, model_overrides=model_overrides,
-                          train_overrides=train_overrides, data_overrides=data_overrides)
+  if not runs:
+    raise ValueError("runs must hold at least one run to train")
+  check_equal_tokens((run.train, run.data) for run in runs.values())
   workdir_root = workdir_root or tempfile.mkdtemp(prefix="compare_")
   first = next(iter(runs.values()))
   unigram_bpb = None if data.token_bytes is None else unigram_bits_per_byte(
