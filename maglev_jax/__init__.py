@@ -13,4 +13,6 @@ Modules:
 - `model_kinds`: the kinds of model ("lm", "maglev") and what to call to train, load,
   evaluate, describe and sample each; here because it names both.
 - `equal_tokens`: training runs of either kind for equal tokens and tabulating them.
+- `baseline_comparison`: Maglev against its baselines at equal tokens, and the timing of
+  fixed-point against recurrent prompt processing (`time_prefill`).
 """

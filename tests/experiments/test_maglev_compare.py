@@ -1,5 +1,5 @@
-"""The Maglev comparison (library and CLI) at toy sizes on CPU: training, BPBs and prefill
-timing."""
+"""`experiments.maglev_compare` at toy sizes on CPU: training, BPBs and prefill timing;
+the Maglev family's config names and overrides."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import json
 import pytest
 
 from experiments.common import build_runs
-from experiments.maglev_comparison import config_names, format_table
-from sdm_jax.metrics import BPB_UNAVAILABLE
+from experiments.configs import maglev_config_names
 from tests.experiments.cli_flags import config_overrides
 
 # The toy model of test_maglev_cli.py: its compiled training and evaluation are cached.
@@ -42,8 +41,9 @@ def test_compare_trains_at_equal_tokens_and_times_both_prefills(run_cli, toy_cor
 
 def test_overrides_reach_every_config_and_unknown_models_are_refused(toy_corpus):
   with pytest.raises(ValueError, match="subset of"):
-    config_names("tiny", ["maglev", "gdn"])
-  names = config_names("tiny", ["swa", "slsl", "maglev", "maglev_shared"])
+    maglev_config_names("tiny", ["maglev", "gdn"])
+  names = maglev_config_names("tiny", ["swa", "slsl", "maglev", "maglev_shared"])
+  assert names == ["maglev_tiny_swa", "maglev_tiny_slsl", "maglev_tiny", "maglev_tiny_shared"]
   runs, _ = build_runs(names, steps=5, data_overrides={"path": toy_corpus},
                        model_overrides={"window": 16}, train_overrides={"seq_len": 64})
   assert len(runs) == 4
@@ -51,22 +51,3 @@ def test_overrides_reach_every_config_and_unknown_models_are_refused(toy_corpus)
     assert (run.train.steps, run.train.seq_len, run.model.window, run.data.path) == (
         5, 64, 16, toy_corpus)
     assert run.train.warmup_steps <= run.train.steps
-
-
-def test_table_shows_losses_where_bytes_per_token_are_unknown():
-  losses = dict(loss_teacher_forced=5.25, loss_recurrent=5.5, loss_memory_zeroed=6.75)
-  summary = {
-      "size": "tiny", "device": "cpu", "steps": 2, "tokens_per_model": 256,
-      "unigram_bpb": None, "bpb_unavailable": BPB_UNAVAILABLE, "prefill": {},
-      "models": {
-          "maglev_tiny": {"parameters_total": 1000, "val_bpb": None, "val_loss": 5.5,
-                          "bpb_teacher_forced": None, "bpb_recurrent": None,
-                          "bpb_memory_zeroed": None, **losses, "wall_s": 3.0},
-          "maglev_tiny_swa": {"parameters_total": 900, "val_bpb": None, "val_loss": 6.125,
-                              "wall_s": 2.0}}}
-  table = format_table(summary)
-  assert "BPB not reported" in table and "val_loss" in table
-  maglev_row = next(line for line in table.splitlines() if line.startswith("maglev_tiny "))
-  assert maglev_row.split()[2:6] == ["5.5000", "5.2500", "5.5000", "6.7500"]
-  swa_row = next(line for line in table.splitlines() if line.startswith("maglev_tiny_swa"))
-  assert swa_row.split()[2:6] == ["6.1250", "-", "-", "-"]

@@ -1,9 +1,10 @@
 """Maglev against its baselines at equal tokens, and fixed-point against recurrent prefill:
-the library behind `experiments.maglev_compare` (importable without defining flags).
+the library behind `experiments.maglev_compare`.
 
-`compare` trains the runs of `maglev_<size>_swa`, `maglev_<size>_slsl`, `maglev_<size>`
-and `maglev_<size>_shared` (`config_names`) for the same steps (hence tokens) with
-`maglev_jax.equal_tokens.compare`, evaluates each on the same validation targets (Maglev: teacher-forced, recurrent and memory-zeroed BPB) next to the
+`compare` trains Maglev and baseline runs (there: the configs `maglev_<size>_swa`,
+`maglev_<size>_slsl`, `maglev_<size>` and `maglev_<size>_shared`) for the same steps
+(hence tokens) with `maglev_jax.equal_tokens.compare`, evaluates each on the same
+validation targets (Maglev: teacher-forced, recurrent and memory-zeroed BPB) next to the
 unigram baseline, then times P's prompt processing on validation windows: the token-by-token
 recurrence against the fixed-point iteration (float32, highest matmul precision), with the
 number of iterations the iteration needs to come within `tol` of the recurrent memories.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -25,23 +26,6 @@ from maglev_jax.model import Maglev, shift_memories
 from sdm_jax.data.batches import eval_batches
 from sdm_jax.evaluation.timing import time_call
 from sdm_jax.training.run_data import Data
-
-MODELS = ("swa", "slsl", "maglev", "maglev_shared")
-
-
-def config_name(size: str, model: str) -> str:
-  """"maglev" -> maglev_<size>, "maglev_shared" -> maglev_<size>_shared, "swa" ->
-  maglev_<size>_swa, "slsl" -> maglev_<size>_slsl."""
-  suffix = model.removeprefix("maglev").lstrip("_")
-  return f"maglev_{size}_{suffix}" if suffix else f"maglev_{size}"
-
-
-def config_names(size: str, models: Sequence[str]) -> list[str]:
-  """The config names of `models`; ValueError unless they are a non-empty subset of MODELS."""
-  unknown = sorted(set(models) - set(MODELS))
-  if unknown or not models:
-    raise ValueError(f"models must be a non-empty subset of {MODELS}, got {list(models)}")
-  return [config_name(size, model) for model in models]
 
 
 def time_prefill(model: Maglev, params, prompts: jax.Array, *, tol: float,
@@ -104,7 +88,9 @@ def format_table(summary: dict[str, Any]) -> str:
   where the bytes per token are unknown."""
   metric = equal_tokens.headline_metric(summary)
   prefix = "loss" if metric == "val_loss" else "bpb"
-  lines = [f"{summary['size']} on {equal_tokens.run_line(summary)}",
+  # "size": the config family, which the CLI adds to the summary.
+  title = (f"{summary['size']} on " if "size" in summary else "") + equal_tokens.run_line(summary)
+  lines = [title,
            f"{'model':<22} {'params':>10} {metric:>8} {'teacher':>8} {'recurrent':>9} "
            f"{'mem=0':>8} {'train_s':>8}"]
   dash = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731
