@@ -4,23 +4,18 @@
       --contexts=8192,32768,131072
 
 For each mixer letter, batch and context length: builds a one-layer LMConfig at
---d_model, fills the layer's decode cache with random values as if `context` tokens had
-been seen (every attention slot valid), and times the jitted `decode` of one token with
-the cache donated (updated in place), median of --repeats calls after --warmup. SDM and
-GDN caches have a fixed size, so their step time must not grow with the context. Prints a
-table and, last, one JSON object.
+--d_model and times the decode step of one token against a full cache, median of
+--repeats calls after --warmup (`sdm_jax.evaluation.decode_benchmarks`). Prints a table
+and, last, one JSON object.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-
 from absl import flags
 import jax
-import jax.numpy as jnp
 
 from experiments import cli
+from sdm_jax.evaluation.decode_benchmarks import time_decode
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS
 from sdm_jax.training import records
@@ -54,51 +49,6 @@ def layer_config(kind: str, context: int) -> LMConfig:
       sdm_reads=_SDM_READS.value)
 
 
-def random_cache(shapes, context: int, key: jax.Array):
-  """Random float leaves; integer leaves [B, L] (attention slot positions) hold the
-  positions of the last L tokens of a `context`-token history: every slot is valid."""
-  leaves, treedef = jax.tree.flatten(shapes)
-  keys = jax.random.split(key, len(leaves))
-  filled = []
-  for leaf, leaf_key in zip(leaves, keys):
-    if jnp.issubdtype(leaf.dtype, jnp.integer):
-      length = leaf.shape[-1]
-      positions = context - length + jnp.arange(length, dtype=leaf.dtype)
-      filled.append(jnp.broadcast_to(positions, leaf.shape))
-    else:
-      filled.append(jax.random.normal(leaf_key, leaf.shape, leaf.dtype))
-  return jax.tree.unflatten(treedef, filled)
-
-
-def time_decode(kind: str, batch: int, context: int) -> dict:
-  config = layer_config(kind, context)
-  mixer = MIXERS[kind].build(config, "mixer")
-  dtype = jnp.dtype(config.compute_dtype)
-  x = jax.random.normal(jax.random.PRNGKey(1), (batch, 1, config.d_model), dtype)
-  positions = jnp.full((batch, 1), context, jnp.int32)
-  params = jax.jit(mixer.init)(jax.random.PRNGKey(0), x, positions)
-  cache_shapes = jax.eval_shape(
-      lambda p: mixer.apply(p, x, jnp.zeros_like(positions), context, method="prefill")[1],
-      params)
-  cache = jax.jit(random_cache, static_argnums=1)(cache_shapes, context, jax.random.PRNGKey(2))
-  cache_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(cache))
-  step = jax.jit(lambda p, xt, pos, c: mixer.apply(p, xt, pos, c, method="decode"),
-                 donate_argnums=3)
-  for _ in range(_WARMUP.value):
-    y, cache = step(params, x, positions, cache)
-  jax.block_until_ready((y, cache))
-  samples = []
-  for _ in range(_REPEATS.value):
-    start = time.perf_counter()
-    y, cache = step(params, x, positions, cache)
-    jax.block_until_ready((y, cache))
-    samples.append((time.perf_counter() - start) * 1e3)
-  del cache
-  return {"mixer": kind, "batch": batch, "context": context,
-          "step_ms": statistics.median(samples), "min_ms": min(samples),
-          "cache_bytes_per_sequence": cache_bytes // batch}
-
-
 def main(argv):
   del argv
   results = []
@@ -107,7 +57,8 @@ def main(argv):
       raise ValueError(f"--mixers has unknown letter {kind!r}; known: {sorted(MIXERS)}")
     for batch in map(int, _BATCHES.value):
       for context in map(int, _CONTEXTS.value):
-        result = time_decode(kind, batch, context)
+        result = time_decode(layer_config(kind, context), batch, context,
+                             warmup=_WARMUP.value, repeats=_REPEATS.value)
         results.append(result)
         print(f"{kind} B={batch:<2d} context={context:>7,d}: {result['step_ms']:8.3f} ms/token "
               f"(cache {result['cache_bytes_per_sequence'] / 2**20:,.1f} MiB/sequence)",
