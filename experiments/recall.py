@@ -34,12 +34,12 @@ import numpy as np
 
 from experiments import cli
 from experiments import common
-from sdm_jax.data.recall_tasks import IGNORE_LABEL, RECALL_TASKS, check_task, task_options
+from sdm_jax.data.recall_tasks import RECALL_TASKS, check_task, task_options
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM
 from sdm_jax.training import records
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
+from sdm_jax.training.recall import (accuracy_by_variant, check_examples, check_variants,
                                      evaluation_variants, held_out_examples,
                                      recall_accuracy, train_recall)
 from sdm_jax.training.workdir import (CONFIG_FILE, read_workdir_config, restore_params,
@@ -111,29 +111,6 @@ def eval_variants() -> dict[str, list[dict[str, int]]]:
     raise ValueError("--eval_num_kv_pairs applies to --task=mqar only")
   return evaluation_variants(seq_lens=_EVAL_SEQ_LENS.value,
                              num_kv_pairs=_EVAL_NUM_KV_PAIRS.value)
-
-
-def check_examples(inputs: Any, targets: Any, vocab_size: int, max_seq_len: int,
-                   source: str) -> tuple[np.ndarray, np.ndarray]:
-  """Validates labelled examples for a model; returns them as int32 [n, T] arrays."""
-  inputs, targets = np.asarray(inputs), np.asarray(targets)
-  for name, array in (("inputs", inputs), ("targets", targets)):
-    if array.ndim != 2 or not np.issubdtype(array.dtype, np.integer):
-      raise ValueError(f"{source}: {name} must be an integer array [n, T], got dtype "
-                       f"{array.dtype} shape {array.shape}")
-  if inputs.shape != targets.shape or inputs.shape[0] < 1 or inputs.shape[1] < 1:
-    raise ValueError(f"{source}: inputs {inputs.shape} and targets {targets.shape} must have "
-                     "the same non-empty shape [n, T]")
-  if inputs.shape[1] > max_seq_len:
-    raise ValueError(f"{source}: sequence length {inputs.shape[1]} exceeds the model's "
-                     f"max_seq_len ({max_seq_len})")
-  labels = targets[targets != IGNORE_LABEL]
-  for name, ids in (("inputs", inputs), ("targets", labels)):
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-      raise ValueError(f"{source}: {name} hold token ids in [{int(ids.min())}, "
-                       f"{int(ids.max())}], outside the model's vocabulary [0, {vocab_size})"
-                       f" (targets may also be {IGNORE_LABEL} = ignore)")
-  return inputs.astype(np.int32), targets.astype(np.int32)
 
 
 def load_eval_file(path: str) -> tuple[np.ndarray, np.ndarray]:

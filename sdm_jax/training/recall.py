@@ -53,6 +53,31 @@ def recall_loss_fn(model: LM):
   return loss_fn
 
 
+def check_examples(inputs: Any, targets: Any, vocab_size: int, max_seq_len: int,
+                   source: str) -> tuple[np.ndarray, np.ndarray]:
+  """Labelled examples (inputs, targets [n, T]; targets IGNORE_LABEL where unscored) for a
+  model of `vocab_size` ids and `max_seq_len` positions, as int32 arrays; ValueError,
+  beginning with `source` (where they came from), for any that do not fit."""
+  inputs, targets = np.asarray(inputs), np.asarray(targets)
+  for name, array in (("inputs", inputs), ("targets", targets)):
+    if array.ndim != 2 or not np.issubdtype(array.dtype, np.integer):
+      raise ValueError(f"{source}: {name} must be an integer array [n, T], got dtype "
+                       f"{array.dtype} shape {array.shape}")
+  if inputs.shape != targets.shape or inputs.shape[0] < 1 or inputs.shape[1] < 1:
+    raise ValueError(f"{source}: inputs {inputs.shape} and targets {targets.shape} must have "
+                     "the same non-empty shape [n, T]")
+  if inputs.shape[1] > max_seq_len:
+    raise ValueError(f"{source}: sequence length {inputs.shape[1]} exceeds the model's "
+                     f"max_seq_len ({max_seq_len})")
+  labels = targets[targets != IGNORE_LABEL]
+  for name, ids in (("inputs", inputs), ("targets", labels)):
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+      raise ValueError(f"{source}: {name} hold token ids in [{int(ids.min())}, "
+                       f"{int(ids.max())}], outside the model's vocabulary [0, {vocab_size})"
+                       f" (targets may also be {IGNORE_LABEL} = ignore)")
+  return inputs.astype(np.int32), targets.astype(np.int32)
+
+
 def recall_accuracy(model: LM, params, inputs: np.ndarray, targets: np.ndarray, *,
                     batch_size: int) -> dict[str, Any]:
   """Argmax accuracy over labelled positions of inputs/targets int32 [n, T].

@@ -70,3 +70,22 @@ def test_evaluation_variants_and_their_checks():
   recall.check_variants(TASK, variants)
   with pytest.raises(ValueError, match="num_kv_pairs"):
     recall.check_variants(TASK, recall.evaluation_variants(num_kv_pairs=[2, 9]))
+
+
+def test_examples_that_do_not_fit_the_model_are_refused():
+  rng = np.random.default_rng(0)
+  inputs = rng.integers(0, 16, (3, 8))
+  inputs[0, :2] = 0, 15  # the whole vocabulary's range
+  targets = np.where(rng.random((3, 8)) < 0.5, IGNORE_LABEL, rng.integers(0, 16, (3, 8)))
+  checked = recall.check_examples(inputs, targets, 16, 8, "held_out.npz")
+  assert all(array.dtype == np.int32 for array in checked)
+  np.testing.assert_array_equal(checked[1], targets)
+  for bad, message in [
+      ((inputs.astype(np.float32), targets), "inputs must be an integer array"),
+      ((inputs, targets[:, :4]), "must have the same non-empty shape"),
+      ((np.tile(inputs, 2), np.tile(targets, 2)), "sequence length 16 exceeds"),
+      ((inputs + 1, targets), "inputs hold token ids in \\[1, 16\\]"),
+      ((inputs, np.where(targets == IGNORE_LABEL, -1, targets)), "targets hold token ids"),
+  ]:
+    with pytest.raises(ValueError, match=f"^held_out.npz: .*{message}"):
+      recall.check_examples(*bad, 16, 8, "held_out.npz")
