@@ -28,7 +28,7 @@ import numpy as np
 
 from pallas_kernels import platform
 from pallas_kernels.blocks import next_power_of_two
-from pallas_kernels.product_key.topk_xla import candidate_pairs
+from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent
 
 _NO_ID = np.iinfo(np.int32).max
 
@@ -116,16 +116,7 @@ def _topk_fwd(scores, k, interpret):
 def _topk_bwd(k, interpret, residuals, cotangents):
   del k, interpret
   idx, marker = residuals
-  _, d_logits = cotangents
-  width = marker.shape[1]
-  sub_keys = width // 2
-  rows = idx.reshape(-1, idx.shape[-1])
-  d = d_logits.reshape(rows.shape).astype(jnp.float32)
-  row_ids = jnp.arange(rows.shape[0])[:, None]
-  d_scores = jnp.zeros((rows.shape[0], width), jnp.float32)
-  d_scores = d_scores.at[row_ids, rows // sub_keys].add(d)
-  d_scores = d_scores.at[row_ids, sub_keys + rows % sub_keys].add(d)
-  return (d_scores.reshape(*idx.shape[:-1], width).astype(marker.dtype),)
+  return (scores_cotangent(idx, cotangents[1], marker.shape[1], marker.dtype),)
 
 
 _topk.defvjp(_topk_fwd, _topk_bwd)

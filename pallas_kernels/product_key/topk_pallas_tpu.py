@@ -15,7 +15,7 @@ round a lane reduction for all 8 rows at once:
 The wrapper widens the scores to float32 and pads: rows to a multiple of 8, each half and
 the candidates to multiples of 128 lanes (padding lanes start taken). The backward (a
 `custom_vjp`) is the vector-Jacobian product of gathering the two selected half-scores of
-each slot. Scores must not be NaN. Never compiled on a TPU here (none was available): tested
+each slot (`topk_xla.scores_cotangent`, shared with the GPU kernel). Scores must not be NaN. Never compiled on a TPU here (none was available): tested
 in TPU interpret mode and by lowering it for TPU on a CPU (README.md).
 """
 
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallas_kernels import platform
-from pallas_kernels.product_key.topk_xla import candidate_pairs
+from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent
 
 LANES = 128
 ROWS_PER_BLOCK = 8
@@ -114,14 +114,6 @@ def _forward(scores, k: int, interpret):
   return idx[:num_rows].reshape(*lead, k), logits[:num_rows].reshape(*lead, k)
 
 
-def _selected_sums(scores, idx):
-  """s1[idx // S] + s2[idx % S] in float32: the logits as a function of the scores."""
-  sub_keys = scores.shape[-1] // 2
-  wide = scores.astype(jnp.float32)
-  return (jnp.take_along_axis(wide, idx // sub_keys, axis=-1)
-          + jnp.take_along_axis(wide, sub_keys + idx % sub_keys, axis=-1))
-
-
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
 def _topk(scores, k: int, interpret):
   idx, logits = _forward(scores, k, interpret)
@@ -137,9 +129,7 @@ def _topk_fwd(scores, k, interpret):
 def _topk_bwd(k, interpret, residuals, cotangents):
   del k, interpret
   idx, marker = residuals
-  scores = jax.ShapeDtypeStruct((*idx.shape[:-1], marker.shape[1]), marker.dtype)
-  transpose = jax.linear_transpose(lambda s: _selected_sums(s, idx), scores)
-  return transpose(cotangents[1].astype(jnp.float32))
+  return (scores_cotangent(idx, cotangents[1], marker.shape[1], marker.dtype),)
 
 
 _topk.defvjp(_topk_fwd, _topk_bwd)

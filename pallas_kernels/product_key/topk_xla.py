@@ -63,3 +63,17 @@ def product_key_topk(scores: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
   sums = _without_negative_zero(best1[..., first] + best2[..., second])
   logits, idx = _best(sums, idx1[..., first] * num_sub_keys + idx2[..., second], k)
   return idx, logits.astype(scores.dtype)
+
+
+def scores_cotangent(idx: jax.Array, d_logits: jax.Array, width: int, dtype) -> jax.Array:
+  """The scores' cotangent [..., 2S] of logits = s1[idx // S] + s2[idx % S]: d_logits
+  [..., k] added (in float32) to both half-scores of each selected slot. The backward of
+  the Pallas kernels (GPU and TPU), whose selection is not differentiable by JAX."""
+  sub_keys = width // 2
+  rows = idx.reshape(-1, idx.shape[-1])
+  d = d_logits.reshape(rows.shape).astype(jnp.float32)
+  row_ids = jnp.arange(rows.shape[0])[:, None]
+  d_scores = jnp.zeros((rows.shape[0], width), jnp.float32)
+  d_scores = d_scores.at[row_ids, rows // sub_keys].add(d)
+  d_scores = d_scores.at[row_ids, sub_keys + rows % sub_keys].add(d)
+  return d_scores.reshape(*idx.shape[:-1], width).astype(dtype)
