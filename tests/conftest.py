@@ -19,6 +19,8 @@ if "XLA_FLAGS" not in os.environ:
   os.environ["XLA_FLAGS"] = FAST_COMPILE_XLA_FLAGS
 
 import jax  # pylint: disable=g-import-not-at-top
+import numpy as np  # pylint: disable=g-import-not-at-top
+import pytest  # pylint: disable=g-import-not-at-top
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -47,3 +49,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
       if platform in item.keywords:
         item.add_marker(skip)
+
+
+@pytest.fixture
+def split_directory(tmp_path):
+  """A nanoGPT-style directory: train.bin (500 ids) and val.bin (100 ids) of uint16 ids
+  below 1000, except one 1000 in val (the largest id is in the validation split)."""
+  rng = np.random.default_rng(0)
+  rng.integers(0, 1000, 500).astype("<u2").tofile(tmp_path / "train.bin")
+  val = rng.integers(0, 1000, 100).astype("<u2")
+  val[7] = 1000
+  val.tofile(tmp_path / "val.bin")
+  return tmp_path

@@ -3,7 +3,6 @@ vocabulary following the data unless the config sets it (then checked against th
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from experiments import common
@@ -15,16 +14,6 @@ def _config(**data):
   config = get_config("swa_tiny")
   config.data.update(data)
   return config
-
-
-@pytest.fixture
-def split_directory(tmp_path):
-  rng = np.random.default_rng(0)
-  rng.integers(0, 1000, 500).astype("<u2").tofile(tmp_path / "train.bin")
-  val = rng.integers(0, 1000, 100).astype("<u2")
-  val[7] = 1000  # the largest id is in val
-  val.tofile(tmp_path / "val.bin")
-  return tmp_path
 
 
 def test_the_byte_tokenizer_fixes_the_vocabulary_without_reading_the_data(tmp_path):

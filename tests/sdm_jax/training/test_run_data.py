@@ -11,16 +11,6 @@ from sdm_jax.training.config import DataConfig
 from sdm_jax.training.run_data import data_vocab_size, load_data
 
 
-@pytest.fixture
-def split_directory(tmp_path):
-  rng = np.random.default_rng(0)
-  rng.integers(0, 1000, 500).astype("<u2").tofile(tmp_path / "train.bin")
-  val = rng.integers(0, 1000, 100).astype("<u2")
-  val[7] = 1000  # the largest id is in val
-  val.tofile(tmp_path / "val.bin")
-  return tmp_path
-
-
 def test_the_byte_tokenizer_fixes_the_vocabulary_without_reading_the_data(tmp_path):
   # The path does not exist: nothing is read to know that byte text has 259 ids.
   assert data_vocab_size(DataConfig(path=str(tmp_path / "missing.txt"))) == 259
