@@ -20,6 +20,7 @@ Matmuls are float32 (TF32x3 on the GPU, full precision in interpret mode). The t
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 from jax import lax
@@ -173,9 +174,7 @@ def chunk_states(transition: jax.Array, update: jax.Array, initial_state: jax.Ar
                      f"got {block_v}")
   if interpret is None:
     interpret = not platform.on_gpu()
-  batch_heads = 1
-  for size in lead:
-    batch_heads *= size
+  batch_heads = math.prod(lead)
   flat = lambda x, *tail: x.reshape(num_chunks, batch_heads, *tail)  # noqa: E731
   start_states, final_state = _states(
       flat(transition, key_dim, key_dim), flat(update, key_dim, value_dim),
