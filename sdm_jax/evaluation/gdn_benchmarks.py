@@ -34,8 +34,11 @@ def make_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
 
 
 def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
-              repeats, state_pass="scan") -> dict[str, Any]:
-  """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs)."""
+              repeats, state_pass="scan", top_ops=0) -> dict[str, Any]:
+  """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs).
+
+  `top_ops` > 0 adds the costliest device ops of each (a profiler trace; empty on CPU).
+  """
   resolved = gated_delta.resolve_impl(impl)
   if resolved == "chunked":
     def op(*inputs):
@@ -55,7 +58,7 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
   fwd = timing.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)
   fwd_bwd = timing.time_call(lambda: forward_backward(*inputs), warmup=warmup,
                              repeats=repeats)
-  return {
+  result = {
       "impl": resolved,
       "state_pass": state_pass if resolved == "chunked" else None,
       "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
@@ -67,3 +70,8 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
       "peak_bytes": timing.peak_memory_bytes(),
       "fwd_bwd_temp_bytes": timing.compiled_temp_bytes(forward_backward, *inputs),
   }
+  if top_ops:
+    result["fwd_top_ops"] = timing.device_time_by_op(lambda: forward(*inputs), top=top_ops)
+    result["fwd_bwd_top_ops"] = timing.device_time_by_op(lambda: forward_backward(*inputs),
+                                                         top=top_ops)
+  return result
