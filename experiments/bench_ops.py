@@ -38,7 +38,8 @@ _WARMUP = flags.DEFINE_integer("warmup", 2, "Untimed calls before timing.")
 _REPEATS = flags.DEFINE_integer("repeats", 10, "Timed calls; the median is reported.")
 _GDN_STATE_PASS = flags.DEFINE_enum(
     "gdn_state_pass", "scan", list(gated_delta.STATE_PASSES),
-    "How the chunked GDN path finds chunk start states (sequential scan or associative scan).")
+    "With --impl=chunked: how the GDN path finds chunk start states (XLA scan or the Pallas "
+    "state kernel).")
 
 _SDM_ERROR = flags.DEFINE_enum("sdm_error", "shared", ["shared", "per_slot"],
                                "Error form of the sparse delta rule (SDM).")

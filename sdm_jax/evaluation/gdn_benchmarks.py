@@ -39,7 +39,9 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
 
   `top_ops` > 0 adds the costliest device ops of each (a profiler trace; empty on CPU).
   """
-  resolved = gated_delta.resolve_impl(impl)
+  inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
+                       value_dim=value_dim, dtype=jnp.dtype(dtype))
+  resolved = gated_delta.resolve_impl(impl, *inputs[:3])
   if resolved == "chunked":
     def op(*inputs):
       return gated_delta.gated_delta_rule_chunked(*inputs, chunk_size=chunk_size,
@@ -51,8 +53,6 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
   def loss(*inputs):
     return op(*inputs)[0].astype(jnp.float32).sum()
 
-  inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
-                           value_dim=value_dim, dtype=jnp.dtype(dtype))
   forward = jax.jit(op)
   forward_backward = jax.jit(jax.value_and_grad(loss, argnums=tuple(range(5))))
   fwd = timing.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)

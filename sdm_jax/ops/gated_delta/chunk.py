@@ -38,7 +38,7 @@ from sdm_jax.ops.gated_delta import validation
 from sdm_jax.ops.triangular import unit_lower_triangular_inverse
 
 
-STATE_PASSES = ("scan", "associative", "pallas")
+STATE_PASSES = ("scan", "pallas")
 
 
 def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
@@ -53,11 +53,9 @@ def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None
     initial_state: [B, H, K, V] or None (zeros).
     chunk_size: tokens per chunk C (> 0).
     state_pass: how the chunk start states are found. "scan": a sequential `lax.scan`, one
-      [K, K] x [K, V] matmul per chunk. "associative": `lax.associative_scan` over the affine
-      maps S -> transition S + update, log2(T / C) parallel steps of [K, K] x [K, K]
-      matmuls (more flops, no sequential loop; for GPUs where loop steps cost more).
-      "pallas": one Pallas kernel that keeps the state on chip and walks every chunk
-      (`pallas_kernels.gated_delta.state_pallas`; interpret mode off GPU; float32 only).
+      [K, K] x [K, V] matmul per chunk. "pallas": one Pallas kernel that keeps the state
+      on chip and walks every chunk (`pallas_kernels.gated_delta.state_pallas`; interpret
+      mode off GPU; float32 only).
 
   Returns:
     (o [B, T, H, V] in v's dtype, final state [B, H, K, V] in float32, float64 for float64
@@ -120,19 +118,8 @@ def _chunked_jit(q, k, v, g, beta, initial_state, scale, *, chunk_size, state_pa
   if state_pass == "scan":
     start_states, final_state = state_xla.chunk_states(transition, update, initial_state,
                                                        precision)
-  elif state_pass == "pallas":
-    start_states, final_state = state_pallas.chunk_states(transition, update, initial_state)
   else:
-
-    def compose(earlier, later):  # S -> later(earlier(S)), both affine: S -> M S + U.
-      (m_early, u_early), (m_late, u_late) = earlier, later
-      return (dot("...ij,...jk->...ik", m_late, m_early),
-              dot("...ij,...jv->...iv", m_late, u_early) + u_late)
-
-    through_m, through_u = lax.associative_scan(compose, (transition, update))
-    end_states = dot("...ij,...jv->...iv", through_m, initial_state) + through_u
-    final_state = end_states[-1]
-    start_states = jnp.concatenate([initial_state[None], end_states[:-1]])
+    start_states, final_state = state_pallas.chunk_states(transition, update, initial_state)
   o = o_intra + dot("...ik,...kv->...iv", q_state, start_states)  # [N, B, H, C, V]
   o = jnp.transpose(o, (1, 0, 3, 2, 4)).reshape(batch, padded_len, heads, value_dim)
   return o[:, :seq_len].astype(v.dtype), final_state
