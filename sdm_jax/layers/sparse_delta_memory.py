@@ -184,6 +184,7 @@ class SparseDeltaMemory(RecurrentMixer):
     del positions
     chex.assert_axis_dimension(x, 1, 1)
     step_inputs = [a[:, 0] for a in self._inputs(x)]
-    readings, memory = sparse_delta_step(cache.memory, *step_inputs, error=self.error)
+    readings, memory = sparse_delta_step(cache.memory, *step_inputs, error=self.error,
+                                         impl=self.impl)
     return (self._output(x, readings[:, None].astype(x.dtype)),
             SparseDeltaMemoryCache(memory=memory))

@@ -5,20 +5,22 @@ the written rows decay. `sparse_delta_rule` runs a sequence (training, prefill),
 `sparse_delta_step` one token (decode). Implementations: `naive.py` (token by token, the
 definition) and `chunk.py` (chunks of C tokens, memory-bounded backward), whose phase 2
 runs in XLA ("chunked") or as Pallas kernels (`pallas_kernels.sparse_delta`): "pallas_gpu"
-(Triton), "pallas_tpu" (Mosaic) or "pallas" (the family of this platform).
+(Triton), "pallas_tpu" (Mosaic) or "pallas" (the family of this platform). The decode step
+is the XLA step of `naive.py` or one fused GPU kernel (`step_pallas`).
 """
 
 from __future__ import annotations
 
 import jax
 
+from pallas_kernels.sparse_delta import step_pallas
 from sdm_jax.ops import dispatch
 from sdm_jax.ops.precision import accumulation_dtype
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.sparse_delta.chunk import pallas_unsupported
 from sdm_jax.ops.sparse_delta.chunk import sparse_delta_rule_chunked
 from sdm_jax.ops.sparse_delta.naive import sparse_delta_rule_reference
-from sdm_jax.ops.sparse_delta.naive import sparse_delta_step
+from sdm_jax.ops.sparse_delta.naive import sparse_delta_step_reference
 
 IMPLS = ("auto", "reference", "chunked") + dispatch.PALLAS_IMPLS
 
@@ -91,6 +93,51 @@ def sparse_delta_rule(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
   return sparse_delta_rule_chunked(*args, chunk_size=chunk_size, error=error, impl=impl)
 
 
+def step_kernel_unsupported(memory, v, accumulation) -> str | None:
+  """Why the fused GPU step kernel cannot take these inputs (the step's `memory`, `v`),
+  or None if it can."""
+  return step_pallas.kernel_limits(
+      value_dim=memory.shape[-1], table_dtype=checks.storage_dtype(memory.dtype, accumulation),
+      accumulation=accumulation)
+
+
+def sparse_delta_step(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
+                      error: str = "shared", impl: str = "auto") -> tuple[jax.Array, jax.Array]:
+  """One token of the sparse delta rule (decode): the table is the whole cache.
+
+  Args:
+    memory: [B, H, N, Dv] or [H, N, Dv] (shared, broadcast over B).
+    write_idx: [B, H, W] integer, distinct within a token, in [0, N); write_w: [B, H, W].
+    v: [B, H, Dv]; beta: [B, H] in (0, 1); g: [B, H] log forget gate (<= 0).
+    read_idx: [B, H, R] integer in [0, N); read_w: [B, H, R].
+    error: "shared" (default, the trained form) or "per_slot" (paper Eq. 4).
+    impl: "auto" = the fused GPU kernel (`pallas_kernels.sparse_delta.step_pallas`) on a
+      GPU when it takes the inputs (float32 or bfloat16 table, float32 accumulation, Dv a
+      multiple of 16), else the XLA step; "pallas" / "pallas_gpu" = the kernel
+      (interpreted off GPU; ValueError naming the limit for inputs it cannot take); every
+      other value of `IMPLS` = the XLA step (there is no TPU step kernel). The kernel
+      updates the table in place when the caller's jit donates it.
+
+  Returns:
+    out [B, H, Dv] in v's dtype, memory [B, H, N, Dv] in its storage dtype (bfloat16 stays
+    bfloat16, rounded after this token; otherwise float32, float64 for float64 inputs).
+  """
+  accumulation = accumulation_dtype(memory, write_w, v, beta, g, read_w)
+  impl = dispatch.resolve_impl(impl, IMPLS, xla="reference", pallas_unsupported=lambda: (
+      step_kernel_unsupported(memory, v, accumulation)))
+  if impl != "pallas_gpu":
+    return sparse_delta_step_reference(memory, write_idx, write_w, v, beta, g, read_idx,
+                                       read_w, error=error)
+  checks.check_error_form(error)
+  reason = step_kernel_unsupported(memory, v, accumulation)
+  if reason:
+    raise ValueError(f"impl={impl!r} cannot run these inputs: {reason}")
+  inputs, _ = checks.canonicalize_inputs(
+      memory, write_idx, write_w, v, beta, g, read_idx, read_w, time_axis=False)
+  out, memory = step_pallas.sparse_delta_step(*inputs, error=error)
+  return out.astype(v.dtype), memory
+
+
 __all__ = [
     "IMPLS",
     "resolve_impl",
@@ -98,4 +145,6 @@ __all__ = [
     "sparse_delta_rule_chunked",
     "sparse_delta_rule_reference",
     "sparse_delta_step",
+    "sparse_delta_step_reference",
+    "step_kernel_unsupported",
 ]

@@ -61,9 +61,9 @@ def _scan_tokens(inputs: checks.SparseDeltaInputs, error: str):
   return jnp.moveaxis(out, 0, 1), memory.astype(inputs.memory.dtype)
 
 
-def sparse_delta_step(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
-                      error: str = "shared") -> tuple[jax.Array, jax.Array]:
-  """One token of the sparse delta rule (decode): the table is the whole cache.
+def sparse_delta_step_reference(memory, write_idx, write_w, v, beta, g, read_idx, read_w, *,
+                                error: str = "shared") -> tuple[jax.Array, jax.Array]:
+  """One token of the sparse delta rule (decode) in XLA: the table is the whole cache.
 
   Args:
     memory: [B, H, N, Dv] or [H, N, Dv] (shared, broadcast over B).
@@ -90,7 +90,7 @@ def sparse_delta_rule_reference(memory, write_idx, write_w, v, beta, g, read_idx
   Shapes as `sparse_delta_rule`: memory [B, H, N, Dv] or [H, N, Dv]; write_idx, write_w
   [B, T, H, W]; v [B, T, H, Dv]; beta, g [B, T, H]; read_idx, read_w [B, T, H, R].
   Returns out [B, T, H, Dv] (v's dtype) and the final memory [B, H, N, Dv] (storage dtype,
-  as `sparse_delta_step`; a bfloat16 table is widened for the whole sequence and rounded
+  as `sparse_delta_step_reference`; a bfloat16 table is widened for the whole sequence and rounded
   once at the end). Differentiating it stores the table at every token: for small tests.
   """
   checks.check_error_form(error)

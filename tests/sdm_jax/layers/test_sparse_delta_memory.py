@@ -80,10 +80,16 @@ def test_memory_dtype_picks_the_table_storage(params):
   np.testing.assert_allclose(last[:, 0], full[:, -1], rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("error, impl", [("shared", "chunked"), ("per_slot", "reference")])
+@pytest.mark.parametrize("error, impl", [("shared", "chunked"), ("per_slot", "reference"),
+                                         ("shared", "pallas")])
 def test_cached_decode_equals_parallel_forward(params, error, impl):
-  layer = make_layer(error=error, impl=impl)
-  x, _ = inputs()
+  """"pallas": the phase-2 kernels and the fused step kernel, interpreted on CPU (one head,
+  so that Dv = 16 suits them)."""
+  overrides = dict(num_heads=1, chunk_size=16) if impl == "pallas" else {}
+  layer = make_layer(error=error, impl=impl, **overrides)
+  x, positions = inputs()
+  if impl == "pallas":
+    params = jax.jit(layer.init)(jax.random.PRNGKey(1), x, positions)
   prompt = 3
 
   @jax.jit
@@ -102,7 +108,7 @@ def test_cached_decode_equals_parallel_forward(params, error, impl):
   assert full.shape == x.shape
   np.testing.assert_allclose(head, full[:, :prompt], rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(decoded, full[:, prompt:], rtol=1e-4, atol=1e-5)
-  assert cache.memory.shape == (2, 2, 16, 8)
+  assert cache.memory.shape == (2, layer.num_heads, 16, 16 // layer.num_heads)
 
 
 def test_learned_initial_table_gets_a_gradient(params):

@@ -144,11 +144,23 @@ def test_chained_decode_steps_equal_the_full_pass(error):
   _assert_close((np.stack(outs, axis=1), memory), (want_out, want_memory), 1e-5)
 
 
-def test_step_accepts_a_shared_table():
-  args = random_inputs(14, seq_len=1, shared_memory=True)
-  out, memory = sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]))
+@pytest.mark.parametrize("impl", ["auto", "pallas"])
+def test_step_accepts_a_shared_table(impl):
+  """"pallas": the fused step kernel (interpreted here), Dv = 16 for it."""
+  args = random_inputs(14, seq_len=1, shared_memory=True, value_dim=16)
+  out, memory = sparse_delta_step(args[0], *(np.asarray(x)[:, 0] for x in args[1:]), impl=impl)
   want_out, want_memory = sparse_delta_rule_reference(*args)
   _assert_close((out, memory), (want_out[:, 0], want_memory), 1e-6)
+
+
+def test_step_kernel_names_the_limit_and_auto_declines_it(monkeypatch):
+  args = random_inputs(16, seq_len=1)  # Dv = 5
+  token = [np.asarray(x)[:, 0] for x in args[1:]]
+  with pytest.raises(ValueError, match="impl='pallas_gpu' cannot run these inputs: Dv must"):
+    sparse_delta_step(args[0], *token, impl="pallas")
+  monkeypatch.setattr(platform, "on_gpu", lambda: True)  # auto: the XLA step, no error
+  _assert_close(sparse_delta_step(args[0], *token), sparse_delta_step(args[0], *token,
+                                                                      impl="reference"), 0)
 
 
 class StepVariantsTest(chex.TestCase):
