@@ -1,12 +1,16 @@
-"""Times one decode step of one mixer layer (projections included) against a full cache.
+"""Times decoding: one mixer layer's step, and whole models' tokens/s.
 
   python -m experiments.bench_decode --mixers=M,G,S,A --batches=1,8 \
-      --contexts=8192,32768,131072
+      --contexts=8192,32768,131072 --models=sdm_small,gdn_small,hybrid_attn_small \
+      --model_contexts=2048,32768
 
 For each mixer letter, batch and context length: builds a one-layer LMConfig at
 --d_model and times the decode step of one token against a full cache, median of
---repeats calls after --warmup (`sdm_jax.evaluation.decode_benchmarks`). Prints a table
-and, last, one JSON object.
+--repeats calls after --warmup, one jitted call per token (host dispatch included). For
+each named experiment config (--models; empty to skip), batch and --model_contexts: the
+whole model's greedy decoding, --model_steps tokens in one jitted `lax.scan` as
+`generate` runs them (`sdm_jax.evaluation.decode_benchmarks`). Prints a table and, last,
+one JSON object.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from absl import flags
 import jax
 
 from experiments import cli
-from sdm_jax.evaluation.decode_benchmarks import time_decode
+from experiments import common
+from experiments import configs
+from sdm_jax.evaluation.decode_benchmarks import time_decode, time_generation
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS
 from sdm_jax.training import records
@@ -33,6 +39,17 @@ _SDM_HEADS = flags.DEFINE_integer("sdm_heads", 1, "SDM heads.")
 _SDM_SLOTS = flags.DEFINE_integer("sdm_slots", 262_144, "SDM slots N per head.")
 _SDM_WRITES = flags.DEFINE_integer("sdm_writes", 64, "SDM slots written per token W.")
 _SDM_READS = flags.DEFINE_integer("sdm_reads", 64, "SDM slots read per token R.")
+_SDM_IMPL = flags.DEFINE_string("sdm_impl", "auto", "SDM op impl (the decode step: \"auto\" = "
+                                "the fused kernel on GPU, \"chunked\" = the XLA step).")
+_SDM_TOPK_IMPL = flags.DEFINE_string("sdm_topk_impl", "auto", "SDM product-key top-k impl.")
+_TOP_OPS = flags.DEFINE_integer("top_ops", 0, "Also list this many costliest device ops of "
+                                "one step (a profiler trace; empty on CPU).")
+_MODELS = flags.DEFINE_list("models", ["sdm_small", "gdn_small", "hybrid_attn_small"],
+                            "Experiment configs whose whole-model decoding is timed (tokens/s); "
+                            "empty to skip.")
+_MODEL_CONTEXTS = flags.DEFINE_list("model_contexts", ["2048", "32768"],
+                                    "Context lengths of the whole-model timing.")
+_MODEL_STEPS = flags.DEFINE_integer("model_steps", 64, "Tokens per timed whole-model scan.")
 _DTYPE = flags.DEFINE_enum("compute_dtype", "bfloat16", ["bfloat16", "float32"],
                            "Activation dtype (parameters are float32).")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps.")
@@ -46,7 +63,7 @@ def layer_config(kind: str, context: int) -> LMConfig:
       compute_dtype=_DTYPE.value, gdn_heads=_GDN_HEADS.value,
       gdn_head_dim=_GDN_HEAD_DIM.value, gdn_expand_v=_GDN_EXPAND_V.value,
       sdm_heads=_SDM_HEADS.value, sdm_slots=_SDM_SLOTS.value, sdm_writes=_SDM_WRITES.value,
-      sdm_reads=_SDM_READS.value)
+      sdm_reads=_SDM_READS.value, sdm_impl=_SDM_IMPL.value, sdm_topk_impl=_SDM_TOPK_IMPL.value)
 
 
 def main(argv):
@@ -58,13 +75,24 @@ def main(argv):
     for batch in map(int, _BATCHES.value):
       for context in map(int, _CONTEXTS.value):
         result = time_decode(layer_config(kind, context), batch, context,
-                             warmup=_WARMUP.value, repeats=_REPEATS.value)
+                             warmup=_WARMUP.value, repeats=_REPEATS.value,
+                             top_ops=_TOP_OPS.value)
         results.append(result)
-        print(f"{kind} B={batch:<2d} context={context:>7,d}: {result['step_ms']:8.3f} ms/token "
+        print(f"{kind} B={batch:<2d} context={context:>7,d}: {result['step_ms']:8.3f} ms/token, "
+              f"{result['scan_step_ms']:.3f} in a scan "
               f"(cache {result['cache_bytes_per_sequence'] / 2**20:,.1f} MiB/sequence)",
               flush=True)
+  models = []
+  for name in _MODELS.value:
+    model_config = common.lm_configs(configs.get_config(name))[0]
+    for batch in map(int, _BATCHES.value):
+      for context in map(int, _MODEL_CONTEXTS.value):
+        result = time_generation(model_config, batch, context, steps=_MODEL_STEPS.value)
+        models.append({"model": name, **result})
+        print(f"{name} B={batch:<2d} context={context:>7,d}: {result['tokens_per_s']:10,.0f} "
+              f"tokens/s ({result['step_ms']:.3f} ms/step)", flush=True)
   print(records.dumps({"device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
-                       "d_model": _D_MODEL.value, "results": results}))
+                       "d_model": _D_MODEL.value, "results": results, "models": models}))
 
 
 if __name__ == "__main__":

@@ -6,10 +6,15 @@
 
 Prints the prompt and its continuation as text, decoded with the run's data.tokenizer; a
 run on ids without a tokenizer (data.tokenizer="none") takes its prompt as --prompt_ids and
-prints ids.
+prints ids. Generations longer than one segment (256 tokens) show a progress line on
+stderr; the last line on stderr gives the decode speed in tokens/s (prefill and
+compilation excluded).
 """
 
 from __future__ import annotations
+
+import sys
+import time
 
 from absl import flags
 import jax.numpy as jnp
@@ -57,10 +62,45 @@ def main(argv):
                      "prompt cannot be encoded: give the prompt as --prompt_ids=ID,ID,...")
   else:
     prompt, prompt_text = prompt_ids(tokenizer, _PROMPT.value), _PROMPT.value
+  meter = DecodeSpeed()
   tokens = kind.generate(model, params, jnp.asarray([prompt], jnp.int32),
                          steps=_NUM_TOKENS.value, temperature=_TEMPERATURE.value,
-                         top_k=_TOP_K.value, seed=_SEED.value)
+                         top_k=_TOP_K.value, seed=_SEED.value, progress=meter.update)
+  print(meter.summary(), file=sys.stderr)
   print(sample_text(tokenizer, prompt, tokens[0].tolist(), prompt_text))
+
+
+class DecodeSpeed:
+  """Progress of `generate` in segments: a progress line per segment, and tokens/s over the
+  segments after the first (which includes compiling the decode step)."""
+
+  def __init__(self):
+    self._first = None  # (tokens, time) at the end of the first segment
+
+  def update(self, done: int, total: int) -> None:
+    now = time.perf_counter()
+    if self._first is None:
+      self._first = (done, now)
+    self._last = (done, total, now)
+    if total > done or self._first[0] < done:
+      print(f"\rgenerated {done:,d} / {total:,d} tokens{self._rate_text()}", end="",
+            file=sys.stderr, flush=True)
+
+  def _rate(self) -> float | None:
+    done, _, now = self._last
+    first_done, first_time = self._first
+    return (done - first_done) / (now - first_time) if done > first_done else None
+
+  def _rate_text(self) -> str:
+    rate = self._rate()
+    return "" if rate is None else f" ({rate:,.1f} tokens/s)"
+
+  def summary(self) -> str:
+    rate = self._rate()
+    if rate is None:
+      return ("\ndecode speed: not measured (one segment, compilation included; generate "
+              "more than 256 tokens to time it)")
+    return f"\ndecode speed: {rate:,.1f} tokens/s (batch 1, after the first segment)"
 
 
 if __name__ == "__main__":

@@ -129,7 +129,10 @@ class RecurrentDecoder:
 
 def generate(model: Maglev, params: Params, prompt: jax.Array, *, steps: int,
              temperature: float = 1.0, top_k: int | None = None, seed: int = 0,
-             prefill_impl: str = "fixed_point") -> jax.Array:
-  """Continues prompt [B, T] by `steps` tokens with P alone; returns the ids [B, steps]."""
+             prefill_impl: str = "fixed_point", progress=None,
+             segment_tokens: int = 256) -> jax.Array:
+  """Continues prompt [B, T] by `steps` tokens with P alone; returns the ids [B, steps].
+  `progress`, `segment_tokens`: as `sdm_jax.models.generate.generate`."""
   return generate_tokens(RecurrentDecoder(model, prefill_impl), params, prompt, steps=steps,
-                         temperature=temperature, top_k=top_k, seed=seed)
+                         temperature=temperature, top_k=top_k, seed=seed, progress=progress,
+                         segment_tokens=segment_tokens)

@@ -1,5 +1,6 @@
-"""Times one decode step of one mixer layer (projections included) against a full cache:
-what `experiments.bench_decode` runs for each mixer, batch and context length.
+"""Times one decode step of one mixer layer (projections included) against a full cache,
+and whole-model decoding in tokens/s: what `experiments.bench_decode` runs for each mixer
+(or model), batch and context length.
 
 The layer's decode cache is filled with random values as if `context` tokens had been
 seen (every attention slot valid), and the jitted `decode` of one token is timed with the
@@ -9,6 +10,7 @@ time must not grow with the context.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from typing import Any
@@ -16,8 +18,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sdm_jax.evaluation import timing
 from sdm_jax.models.config import LMConfig
+from sdm_jax.models.generate import LMDecoder, decode_tokens
+from sdm_jax.models.lm import LM
 from sdm_jax.models.mixers import MIXERS
+
+
+SCAN_STEPS = 32
 
 
 def random_cache(shapes, context: int, key: jax.Array):
@@ -37,10 +45,14 @@ def random_cache(shapes, context: int, key: jax.Array):
 
 
 def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
-                repeats: int) -> dict[str, Any]:
+                repeats: int, top_ops: int = 0) -> dict[str, Any]:
   """The median ms of one decode step of `config`'s single layer (its mixer letter is the
   pattern) at `batch` sequences after `context` tokens, over `repeats` steps after
-  `warmup`; with the cache's bytes per sequence."""
+  `warmup`, one jitted call per token (host dispatch included); "scan_step_ms": per token
+  of SCAN_STEPS steps in one jitted `lax.scan` (as `generate` decodes, each step's output
+  fed into the next step's input so none can be skipped); with the cache's bytes per
+  sequence, and with `top_ops` > 0 the costliest device ops of a step
+  (`timing.device_time_by_op`)."""
   if config.num_layers != 1:
     raise ValueError(f"LMConfig.num_layers must be 1 (one mixer layer is timed), got "
                      f"{config.num_layers}")
@@ -55,8 +67,20 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
       params)
   cache = jax.jit(random_cache, static_argnums=1)(cache_shapes, context, jax.random.PRNGKey(2))
   cache_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(cache))
-  step = jax.jit(lambda p, xt, pos, c: mixer.apply(p, xt, pos, c, method="decode"),
-                 donate_argnums=3)
+  decode = lambda p, xt, pos, c: mixer.apply(p, xt, pos, c, method="decode")  # noqa: E731
+  step = jax.jit(decode, donate_argnums=3)
+
+  @functools.partial(jax.jit, donate_argnums=1)
+  def scanned_steps(params, cache):  # as `generate` runs them: no host dispatch per token
+    def one_token(carry, _):
+      previous_y, layer_cache = carry
+      y, layer_cache = decode(params, x + previous_y, positions, layer_cache)
+      return (y.astype(x.dtype), layer_cache), None
+
+    (y, cache), _ = jax.lax.scan(one_token, (jnp.zeros_like(x), cache), None,
+                                 length=SCAN_STEPS)
+    return y, cache
+
   for _ in range(warmup):
     y, cache = step(params, x, positions, cache)
   jax.block_until_ready((y, cache))
@@ -66,7 +90,53 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
     y, cache = step(params, x, positions, cache)
     jax.block_until_ready((y, cache))
     samples.append((time.perf_counter() - start) * 1e3)
-  del cache
-  return {"mixer": kind, "batch": batch, "context": context,
-          "step_ms": statistics.median(samples), "min_ms": min(samples),
-          "cache_bytes_per_sequence": cache_bytes // batch}
+  scan_samples = []
+  for i in range(4):
+    start = time.perf_counter()
+    y, cache = scanned_steps(params, cache)
+    jax.block_until_ready((y, cache))
+    if i:  # the first call compiles
+      scan_samples.append((time.perf_counter() - start) * 1e3 / SCAN_STEPS)
+  result = {"mixer": kind, "batch": batch, "context": context,
+            "step_ms": statistics.median(samples), "min_ms": min(samples),
+            "scan_step_ms": statistics.median(scan_samples),
+            "cache_bytes_per_sequence": cache_bytes // batch}
+  if top_ops:
+    state = {"cache": cache}
+
+    def one_step():  # the donated cache is replaced by each step's result
+      y, state["cache"] = step(params, x, positions, state["cache"])
+      return y, state["cache"]
+
+    result["top_ops"] = timing.device_time_by_op(one_step, top=top_ops)
+  return result
+
+
+def time_generation(config: LMConfig, batch: int, context: int, *, steps: int = 64,
+                    repeats: int = 3) -> dict[str, Any]:
+  """Whole-model decoding speed: `steps` greedy tokens in one jitted `lax.scan` (what
+  `generate` runs after the prompt) at `batch` sequences whose caches hold `context` tokens
+  (random values, every attention slot valid; prefill is not timed). Returns the median
+  over `repeats` runs after one warm-up, as tokens/s over the batch and ms per step."""
+  model = LM(config)
+  decoder = LMDecoder(model)
+  prompt = jnp.zeros((batch, 1), jnp.int32)
+  params = jax.jit(model.init)(jax.random.PRNGKey(0), prompt)
+  cache_len = context + steps
+  cache_shapes = jax.eval_shape(lambda p: decoder.prefill(p, prompt, cache_len)[1], params)
+  caches = jax.jit(random_cache, static_argnums=1)(cache_shapes, context, jax.random.PRNGKey(2))
+  token = jnp.zeros((batch,), jnp.int32)
+  positions = context + jnp.arange(steps, dtype=jnp.int32)
+  keys = jax.random.split(jax.random.PRNGKey(3), steps)
+  samples = []
+  for i in range(repeats + 1):
+    start = time.perf_counter()
+    tokens, token, caches = decode_tokens(decoder, params, token, caches, positions, keys,
+                                          temperature=0.0, top_k=None)
+    jax.block_until_ready((tokens, caches))
+    if i:  # the first run compiles
+      samples.append(time.perf_counter() - start)
+  seconds = statistics.median(samples)
+  return {"model_pattern": config.pattern, "num_layers": config.num_layers, "batch": batch,
+          "context": context, "steps": steps, "tokens_per_s": batch * steps / seconds,
+          "step_ms": seconds / steps * 1e3}

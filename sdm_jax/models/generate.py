@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -59,14 +59,24 @@ def sample_token(logits: jax.Array, key: jax.Array, temperature: float,
   return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("decoder", "steps", "temperature", "top_k"))
-def _generate(decoder: TokenDecoder, params, prompt: jax.Array, key: jax.Array, *, steps: int,
-              temperature: float, top_k: int | None) -> jax.Array:
-  prompt_len = prompt.shape[1]
-  logits, caches = decoder.prefill(params, prompt, prompt_len + steps)
-  keys = jax.random.split(key, steps)
-  first = sample_token(logits[:, -1], keys[0], temperature, top_k)
+@functools.partial(jax.jit, static_argnames=("decoder", "cache_len", "temperature", "top_k"))
+def _prefill(decoder: TokenDecoder, params, prompt: jax.Array, key: jax.Array, *,
+             cache_len: int, temperature: float, top_k: int | None):
+  """The prompt through `prefill`; returns (first new token [B], caches)."""
+  logits, caches = decoder.prefill(params, prompt, cache_len)
+  return sample_token(logits[:, -1], key, temperature, top_k), caches
 
+
+@functools.partial(jax.jit, static_argnames=("decoder", "temperature", "top_k"),
+                   donate_argnames=("caches",))
+def decode_tokens(decoder: TokenDecoder, params, token: jax.Array, caches, positions: jax.Array,
+                  keys: jax.Array, *, temperature: float, top_k: int | None):
+  """len(positions) decode steps in one `lax.scan`, the caches donated (updated in place).
+
+  token [B]: the token at positions[0]; positions [S] int32; keys [S] (one per step, the
+  draw of the token after it). Returns (tokens [B, S]: token and the S - 1 after it, the
+  token after the last position [B], caches).
+  """
   def step(carry, inputs):
     token, caches = carry
     position, step_key = inputs
@@ -75,19 +85,20 @@ def _generate(decoder: TokenDecoder, params, prompt: jax.Array, key: jax.Array, 
     next_token = sample_token(logits[:, 0], step_key, temperature, top_k)
     return (next_token, caches), token
 
-  positions = prompt_len + jnp.arange(steps, dtype=jnp.int32)
-  # Shift the keys by one: keys[0] drew the first token; the last draw is discarded.
-  scan_keys = jnp.concatenate([keys[1:], keys[:1]])
-  (_, _), tokens = jax.lax.scan(step, (first, caches), (positions, scan_keys))
-  return tokens.T
+  (next_token, caches), tokens = jax.lax.scan(step, (token, caches), (positions, keys))
+  return tokens.T, next_token, caches
 
 
 def generate(model: LM | TokenDecoder, params, prompt: jax.Array, *, steps: int,
-             temperature: float = 1.0, top_k: int | None = None, seed: int = 0) -> jax.Array:
+             temperature: float = 1.0, top_k: int | None = None, seed: int = 0,
+             progress: Callable[[int, int], None] | None = None,
+             segment_tokens: int = 256) -> jax.Array:
   """Continues `prompt` [B, T] (T >= 1) by `steps` tokens; returns the new ids [B, steps].
 
   The prompt is processed by `prefill` (in parallel for an `LM`); each new token costs one
-  `decode`.
+  `decode`, inside a `lax.scan`. With `progress`, the scan runs in segments of
+  `segment_tokens` and `progress(tokens_done, steps)` is called after each (same tokens:
+  the sampling keys do not depend on the segmenting).
   """
   decoder = LMDecoder(model) if isinstance(model, LM) else model
   if prompt.ndim != 2 or prompt.shape[1] < 1:
@@ -96,10 +107,32 @@ def generate(model: LM | TokenDecoder, params, prompt: jax.Array, *, steps: int,
     raise ValueError(f"steps must be >= 1, got {steps}")
   if temperature < 0:
     raise ValueError(f"temperature must be >= 0, got {temperature}")
+  if segment_tokens < 1:
+    raise ValueError(f"segment_tokens must be >= 1, got {segment_tokens}")
   vocab = decoder.vocab_size
   if top_k is not None and not 1 <= top_k <= vocab:
     raise ValueError(f"top_k must be in [1, {vocab}] or None, got {top_k}")
   if int(jnp.min(prompt)) < 0 or int(jnp.max(prompt)) >= vocab:
     raise ValueError(f"prompt token ids must be in [0, {vocab})")
-  return _generate(decoder, params, jnp.asarray(prompt, jnp.int32), jax.random.PRNGKey(seed),
-                   steps=steps, temperature=float(temperature), top_k=top_k)
+  sampling = dict(temperature=float(temperature), top_k=top_k)
+  prompt = jnp.asarray(prompt, jnp.int32)
+  prompt_len = prompt.shape[1]
+  keys = jax.random.split(jax.random.PRNGKey(seed), steps)
+  token, caches = _prefill(decoder, params, prompt, keys[0], cache_len=prompt_len + steps,
+                           **sampling)
+  # keys[0] drew the first token; step i draws the token after it with keys[i + 1] (the
+  # last step's draw is discarded, so it reuses keys[0]).
+  step_keys = jnp.concatenate([keys[1:], keys[:1]])
+  positions = prompt_len + jnp.arange(steps, dtype=jnp.int32)
+  segment = steps if progress is None else segment_tokens
+  pieces = []
+  for start in range(0, steps, segment):
+    stop = min(start + segment, steps)
+    tokens, token, caches = decode_tokens(decoder, params, token, caches,
+                                          positions[start:stop], step_keys[start:stop],
+                                          **sampling)
+    pieces.append(tokens)
+    if progress is not None:
+      jax.block_until_ready(tokens)
+      progress(stop, steps)
+  return jnp.concatenate(pieces, axis=1)

@@ -69,6 +69,19 @@ def test_sampling_is_seeded_and_respects_top_k():
     generate(model, params, tokens, steps=2, top_k=0)
 
 
+def test_generation_in_segments_reports_progress_and_samples_the_same_tokens():
+  config = LMConfig(**TINY, pattern="SA", num_layers=2, window=4)
+  model, params, tokens = init(config, length=3)
+  whole = generate(model, params, tokens, steps=7, temperature=1.5, seed=2)
+  calls = []
+  pieces = generate(model, params, tokens, steps=7, temperature=1.5, seed=2,
+                    progress=lambda done, total: calls.append((done, total)), segment_tokens=3)
+  np.testing.assert_array_equal(pieces, whole)
+  assert calls == [(3, 7), (6, 7), (7, 7)]
+  with pytest.raises(ValueError, match="segment_tokens must be >= 1"):
+    generate(model, params, tokens, steps=2, progress=print, segment_tokens=0)
+
+
 def test_bf16_compute_keeps_float32_params_and_logits():
   config = LMConfig(**TINY, pattern="SA", num_layers=2, window=4, compute_dtype="bfloat16",
                     logit_softcap=15.0)
