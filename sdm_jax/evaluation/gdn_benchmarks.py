@@ -41,7 +41,7 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
   """
   inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
                        value_dim=value_dim, dtype=jnp.dtype(dtype))
-  resolved = gated_delta.resolve_impl(impl, *inputs[:3])
+  resolved = gated_delta.resolve_impl(impl, *inputs[:3], chunk_size=chunk_size)
   if resolved == "chunked":
     def op(*inputs):
       return gated_delta.gated_delta_rule_chunked(*inputs, chunk_size=chunk_size,

@@ -16,7 +16,9 @@ Then, with P[t, i] = exp(G_t - G_i) scale q_t . k_i for i <= t and k~_i = exp(G_
 Everything but S0 is state-free, so it is computed for all chunks at once; the sequential
 pass over chunks only does S <- transition S + update (one [K, K] x [K, V] matmul; a
 `lax.scan` in `pallas_kernels.gated_delta.state_xla`, one kernel in `state_pallas`), and
-the outputs are one batched matmul with the per-chunk start states after it. Every decay is
+the outputs are one batched matmul with the per-chunk start states after it.
+`gated_delta_rule_pallas` runs the same math as three Pallas launches
+(`pallas_kernels.gated_delta.chunk_pallas`), differentiated through this path. Every decay is
 exp of a difference of cumulative sums inside one chunk, never exp(-G) alone, so strong
 decays underflow to 0 instead of overflowing. Autodiff keeps one [K, V] state (and one
 [K, K] transition) per chunk, never per token.
@@ -31,6 +33,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.gated_delta import chunk_pallas
 from pallas_kernels.gated_delta import state_pallas
 from pallas_kernels.gated_delta import state_xla
 from sdm_jax.ops.gated_delta import naive
@@ -69,6 +72,42 @@ def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None
   initial_state = naive.initial_state_or_zeros(q, k, v, g, beta, initial_state)
   return _chunked_jit(q, k, v, g, beta, initial_state, naive.default_scale(q.shape[-1], scale),
                       chunk_size=chunk_size, state_pass=state_pass)
+
+
+def gated_delta_rule_pallas(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
+                            config: chunk_pallas.KernelConfig | None = None):
+  """The gated delta rule by the chunk-local Pallas kernels; same contract as the reference.
+
+  The forward is `chunk_pallas.gated_delta_rule` (preparation, state and output kernels;
+  interpret mode off GPU). Gradients are those of `gated_delta_rule_chunked(...,
+  state_pass="pallas")`, which also runs the forward under differentiation: training costs
+  what the chunked path costs, forward-only calls take the kernels.
+
+  Args:
+    As `gated_delta_rule_chunked`; chunk_size, K and V powers of two >= 16 and float32
+    accumulation (`chunk_pallas.kernel_limits`). config: the kernels' tiling
+    (`chunk_pallas.KernelConfig`), default `chunk_pallas.default_config(V)`.
+
+  Raises:
+    ValueError: naming the field or the kernels' limit.
+  """
+  validation.check_sequence_inputs(q, k, v, g, beta, initial_state)
+  initial_state = naive.initial_state_or_zeros(q, k, v, g, beta, initial_state)
+  reason = chunk_pallas.kernel_limits(key_dim=q.shape[-1], value_dim=v.shape[-1],
+                                      chunk_size=chunk_size, dtype=initial_state.dtype)
+  if reason:
+    raise ValueError(f"the Pallas gated delta kernels cannot run these inputs: {reason}")
+  return _pallas_jit(q, k, v, g, beta, initial_state,
+                     scale=float(naive.default_scale(q.shape[-1], scale)),
+                     chunk_size=chunk_size, config=config)
+
+
+@functools.partial(jax.jit, static_argnames=("scale", "chunk_size", "config"))
+def _pallas_jit(q, k, v, g, beta, initial_state, *, scale, chunk_size, config):
+  twin = functools.partial(_chunked_jit, scale=scale, chunk_size=chunk_size,
+                           state_pass="pallas")
+  return chunk_pallas.gated_delta_rule(q, k, v, g, beta, initial_state, scale=scale,
+                                       chunk_size=chunk_size, twin=twin, config=config)
 
 
 @functools.partial(jax.jit, static_argnames=("chunk_size", "state_pass"))

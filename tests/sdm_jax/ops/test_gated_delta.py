@@ -247,45 +247,70 @@ def test_bad_options_raise(inputs):
     ops.gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta, state)
 
 
-# The Pallas state kernel takes K a power of two >= 16 and V a multiple of 16.
+# The Pallas kernels take K, V and the chunk size as powers of two >= 16.
 KERNEL_SHAPE = dict(batch=2, seq_len=37, heads=2, key_dim=16, value_dim=32)
+KERNEL_CHUNK = 16  # 37 tokens: two full chunks and a padded one.
+
+
+def kernel_loss(q, k, v, g, beta, state, cotangent, impl):
+  o, s = run_impl(impl, q, k, v, g, beta, state, KERNEL_CHUNK)
+  return (o * cotangent).sum() + s.sum()
+
+
+kernel_loss_gradients = jax.jit(jax.grad(kernel_loss, tuple(range(6))), static_argnames="impl")
 
 
 @pytest.mark.parametrize("strong_decay", [False, True])
-def test_pallas_state_kernel_matches_reference_and_chunked_gradients(strong_decay):
-  """impl="pallas" (interpret mode on CPU): outputs and final state against the reference,
-  every gradient (initial state included) against the XLA state pass."""
+def test_pallas_matches_reference_and_chunked_gradients(strong_decay):
+  """impl="pallas" (the kernels; interpret mode on CPU): outputs and final state against
+  the reference, every gradient (initial state included) against the XLA chunked path."""
   (q, k, v, g, beta), state = make_inputs(4, **KERNEL_SHAPE)
   if strong_decay:
     g = jnp.full(beta.shape, -20.0)
   o_ref, s_ref = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="reference")
-  o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=CHUNK,
+  o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=KERNEL_CHUNK,
                               impl="pallas")
   assert o.dtype == v.dtype and s.dtype == jnp.float32
   assert relative_error(o, o_ref) < 1e-5 and relative_error(s, s_ref) < 1e-5
   cotangent = jnp.asarray(np.random.default_rng(5).normal(size=v.shape), jnp.float32)
   args = (q, k, v, g, beta, state, cotangent)
   for name, got, want in zip(("q", "k", "v", "g", "beta", "initial_state"),
-                             loss_gradients(*args, impl="pallas"),
-                             loss_gradients(*args, impl="scan")):
-    assert np.isfinite(got).all(), name
+                             kernel_loss_gradients(*args, impl="pallas"),
+                             kernel_loss_gradients(*args, impl="scan")):
+    assert np.isfinite(got).all() and np.abs(got).max() > 0, name
     assert relative_error(got, want) < 1e-5, name
 
 
-def test_pallas_rejects_inputs_the_kernel_cannot_take(inputs):
+def test_pallas_bfloat16_inputs():
+  """bf16 inputs through the kernels: o in bf16 close to the XLA path on the same inputs."""
+  (q, k, v, g, beta), state = make_inputs(6, **KERNEL_SHAPE, dtype=jnp.bfloat16)
+  state = state.astype(jnp.float32)
+  o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=KERNEL_CHUNK,
+                              impl="pallas")
+  o_xla, s_xla = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state,
+                                      chunk_size=KERNEL_CHUNK, impl="chunked")
+  assert o.dtype == jnp.bfloat16 and s.dtype == jnp.float32
+  assert relative_error(o, o_xla) < 4e-3 and relative_error(s, s_xla) < 1e-5
+
+
+def test_pallas_rejects_inputs_the_kernels_cannot_take(inputs):
   (q, k, v, g, beta), state = inputs  # K = 8
   with pytest.raises(ValueError, match="impl='pallas_gpu' cannot run these inputs: K must be"):
     ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="pallas")
+  (q, k, v, g, beta), state = make_inputs(0, **KERNEL_SHAPE)
+  with pytest.raises(ValueError, match="chunk_size must be a power of two >= 16, got 8"):
+    ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=8, impl="pallas")
   with pytest.raises(ValueError, match="impl must be one of"):  # no TPU kernel
     ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="pallas_tpu")
 
 
-def test_auto_takes_the_state_kernel_on_gpu_where_it_fits(monkeypatch, inputs):
-  (q, k, v, _, _), _ = inputs  # K = 8: the kernel declines
+def test_auto_takes_the_kernels_on_gpu_where_they_fit(monkeypatch, inputs):
+  (q, k, v, _, _), _ = inputs  # K = 8: the kernels decline
   fits = make_inputs(0, **KERNEL_SHAPE)[0][:3]
   assert gated_delta.resolve_impl("auto", *fits) == "chunked"  # CPU
   monkeypatch.setattr(platform, "on_gpu", lambda: True)
   assert gated_delta.resolve_impl("auto", *fits) == "pallas_gpu"
+  assert gated_delta.resolve_impl("auto", *fits, chunk_size=8) == "chunked"
   assert gated_delta.resolve_impl("auto", q, k, v) == "chunked"
   with jax.enable_x64(True):
     assert gated_delta.resolve_impl("auto", *(x.astype(jnp.float64) for x in fits)) == "chunked"

@@ -1,0 +1,360 @@
+"""The chunked gated delta rule's forward as Pallas kernels (Triton on GPU; KERNELS.md 4, "GDN").
+
+The math is `sdm_jax.ops.gated_delta.chunk` (its docstring derives it): per chunk of C tokens,
+with G the cumulative log decay inside the chunk,
+
+  A[t, i] = beta_t exp(G_t - G_i) k_t . k_i  (i < t),   X = (I + A)^-1,
+  w = X diag(beta exp(G)) K,   u = X diag(beta) V,   k~_i = exp(G_C - G_i) k_i,
+  transition = exp(G_C) I - K~^T w,   update = K~^T u,
+  O = P (u - w S0) + diag(exp(G)) scale Q S0,   P[t, i] = exp(G_t - G_i) scale q_t . k_i (i <= t).
+
+Three launches, reading q, k, v, g, beta where they lie ([B, T, H, ...], time-major; T is
+padded to a multiple of C only when it is not one already):
+
+1. `_prepare_kernel`, grid (B*H, N): A, X, transition and update of one chunk, all float32.
+   X is built from 16 x 16 blocks (Triton has no triangular solve): each diagonal block by
+   forward substitution (15 row steps, elementwise), the blocks below the diagonal by
+   X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. It writes X [C, C] for the output kernel:
+   fewer bytes than w and u ([C, K + V]), at the price of two matmuls recomputed there.
+2. `state_pallas.chunk_states`: the start state S0 of every chunk (one sequential launch).
+3. `_output_kernel`, grid (V / BV, B*H, N): O for one chunk and one slab of BV value columns,
+   written straight into o [B, T, H, V] in v's dtype.
+
+Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
+XLA twin does; every other matmul is float32 (TF32x3 on the GPU, full precision in
+interpret mode). Decays are exp of differences inside one chunk, masked before the exp, so
+strong decays underflow to 0 and never overflow.
+
+Autodiff: `gated_delta_rule` is a `custom_vjp` whose forward rule runs a differentiable twin
+given by the caller (the chunked XLA path) under `jax.vjp` and keeps its VJP function as
+the residual. So gradients cost what the twin's cost, while calls that only run the forward
+(evaluation, prefill) take the kernels. Backward kernels are the next step.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, NamedTuple
+
+import jax
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
+import jax.numpy as jnp
+
+from pallas_kernels import platform
+from pallas_kernels.gated_delta import state_pallas
+
+MIN_DIM = state_pallas.MIN_DIM  # the smallest matmul side Triton takes
+BLOCK_T = 16  # rows of the triangular inverse's blocks
+
+
+class KernelConfig(NamedTuple):
+  """Tiling of the chunk-local kernels (`block_v` a power of two >= 16 dividing V)."""
+  block_v: int = 128         # value columns per program of the output kernel
+  prepare_warps: int = 4
+  output_warps: int = 4
+  num_stages: int = 1
+
+
+def default_config(value_dim: int) -> KernelConfig:
+  """The whole of V per output program up to 128 columns (q, k, X are loaded once)."""
+  return KernelConfig(block_v=min(value_dim, 128))
+
+
+def _power_of_two(n: int) -> bool:
+  return n >= MIN_DIM and not n & (n - 1)
+
+
+def kernel_limits(*, key_dim: int, value_dim: int, chunk_size: int, dtype) -> str | None:
+  """Why the kernels cannot take these shapes (or accumulation dtype), or None if they can."""
+  if jnp.dtype(dtype) != jnp.float32:
+    return f"the recurrence must accumulate in float32, got {jnp.dtype(dtype).name}"
+  for name, size in (("K", key_dim), ("V", value_dim), ("chunk_size", chunk_size)):
+    if not _power_of_two(size):
+      return f"{name} must be a power of two >= {MIN_DIM}, got {size}"
+  return None
+
+
+def _precision(dtype, interpret: bool):
+  """Matmul precision for operands of `dtype`: tensor-core default for 16-bit inputs,
+  float32-exact (TF32x3 on the GPU) for float32."""
+  if jnp.dtype(dtype).itemsize < 4:
+    return lax.Precision.DEFAULT
+  return lax.Precision.HIGHEST if interpret else lax.DotAlgorithmPreset.TF32_TF32_F32_X3
+
+
+def _dot(a, b, precision, *, transpose_a=False, transpose_b=False):
+  """a @ b (a^T, b^T on request) with float32 accumulation; a, b 2-D of one dtype."""
+  contract = ((0 if transpose_a else 1,), (1 if transpose_b else 0,))
+  return lax.dot_general(a, b, (contract, ((), ())), precision=precision,
+                         preferred_element_type=jnp.float32)
+
+
+def _iota(shape, dimension):
+  return lax.broadcasted_iota(jnp.int32, shape, dimension)
+
+
+def _decays(g_row, g_col, mask: str):
+  """exp(G_t - G_i) at [t, i] for G_t = g_row[t], G_i = g_col[i]. mask "causal" (i <= t) or
+  "strict" (i < t) zeroes the rest, masked before the exp so nothing overflows (the block
+  on the chunk's diagonal); "none" keeps all (a block below it: every i < t)."""
+  difference = g_row[:, None] - g_col[None, :]
+  if mask == "none":
+    return jnp.exp(difference)
+  shape = difference.shape
+  row, col = _iota(shape, 0), _iota(shape, 1)
+  keep = row > col if mask == "strict" else row >= col
+  return jnp.exp(jnp.where(keep, difference, -jnp.inf))
+
+
+def _invert_diagonal_blocks(blocks):
+  """(I + a)^-1 for each strictly lower-triangular [16, 16] block a, by forward substitution:
+  row i of X = (I + a)^-1 is e_i - sum_{j < i} a[i, j] X[j]."""
+  n = BLOCK_T
+  row, col = _iota((n, n), 0), _iota((n, n), 1)
+  identity = (row == col).astype(jnp.float32)
+
+  def step(i, inverses):
+    new = []
+    for a, x in zip(blocks, inverses):
+      a_i = jnp.sum(jnp.where(row == i, a, 0.0), axis=0)  # [j] = a[i, j], zero for j >= i
+      x_i = jnp.where(lax.iota(jnp.int32, n) == i, 1.0, 0.0) - jnp.sum(a_i[:, None] * x, axis=0)
+      new.append(jnp.where(row == i, x_i[None, :], x))
+    return tuple(new)
+
+  return lax.fori_loop(1, n, step, tuple(identity for _ in blocks))
+
+
+def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, inverse_ref, *,
+                    interpret: bool):
+  """One chunk of one sequence x head: transition [K, K], update [K, V], X [C, C].
+
+  k_ref [C, K], v_ref [C, V], g_ref, beta_ref [C] (inputs' dtype); outputs float32.
+  """
+  chunk, key_dim = k_ref.shape
+  value_dim = v_ref.shape[-1]
+  num_blocks = chunk // BLOCK_T
+  f32 = jnp.float32
+  input_precision = _precision(k_ref.dtype, interpret)
+  f32_precision = _precision(f32, interpret)
+  rows = [pl.ds(b * BLOCK_T, BLOCK_T) for b in range(num_blocks)]
+
+  keys = [k_ref[r, :] for r in rows]
+  betas = [beta_ref[r].astype(f32) for r in rows]
+  cumulative = []  # G per block: the chunk's cumulative log decay
+  offset = jnp.zeros((), f32)
+  for r in rows:
+    g = g_ref[r].astype(f32)
+    cumulative.append(jnp.cumsum(g) + offset)
+    offset = offset + jnp.sum(g)
+  g_last = offset
+
+  # A in blocks: a[b][j] = A[rows b, rows j] for j <= b.
+  a = []
+  for b in range(num_blocks):
+    a.append([
+        betas[b][:, None] * _decays(cumulative[b], cumulative[j], "strict" if j == b else "none")
+        * _dot(keys[b], keys[j], input_precision, transpose_b=True)
+        for j in range(b + 1)])
+  diagonal = _invert_diagonal_blocks(tuple(a[b][b] for b in range(num_blocks)))
+  x = []  # x[b][j] = X[rows b, rows j] for j <= b
+  for b in range(num_blocks):
+    x.append([None] * b + [diagonal[b]])
+    for j in range(b):
+      inner = _dot(a[b][j], x[j][j], f32_precision)
+      for m in range(j + 1, b):
+        inner += _dot(a[b][m], x[m][j], f32_precision)
+      x[b][j] = -_dot(diagonal[b], inner, f32_precision)
+
+  zeros = jnp.zeros((BLOCK_T, BLOCK_T), f32)
+  for b in range(num_blocks):
+    for j in range(num_blocks):
+      inverse_ref[rows[b], rows[j]] = x[b][j] if j <= b else zeros
+
+  eye = (_iota((key_dim, key_dim), 0) == _iota((key_dim, key_dim), 1)).astype(f32)
+  transition = jnp.exp(g_last) * eye
+  update = jnp.zeros((key_dim, value_dim), f32)
+  scaled_keys = [(betas[j] * jnp.exp(cumulative[j]))[:, None] * keys[j].astype(f32)
+                 for j in range(num_blocks)]
+  for b in range(num_blocks):
+    w = sum(_dot(x[b][j], scaled_keys[j], f32_precision) for j in range(b + 1))
+    u = sum(_dot(x[b][j], betas[j][:, None] * v_ref[rows[j], :].astype(f32), f32_precision)
+            for j in range(b + 1))
+    keys_to_end = jnp.exp(g_last - cumulative[b])[:, None] * keys[b].astype(f32)
+    transition -= _dot(keys_to_end, w, f32_precision, transpose_a=True)
+    update += _dot(keys_to_end, u, f32_precision, transpose_a=True)
+  transition_ref[...] = transition
+  update_ref[...] = update
+
+
+def _output_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref, o_ref, *,
+                   scale: float, interpret: bool):
+  """O of one chunk for one slab of value columns.
+
+  q_ref, k_ref [C, K], v_ref [C, BV], g_ref, beta_ref [C] (inputs' dtype); inverse_ref X
+  [C, C] and start_ref S0 [K, BV] float32; o_ref [C, BV] in v's dtype.
+  """
+  f32 = jnp.float32
+  input_precision = _precision(k_ref.dtype, interpret)
+  f32_precision = _precision(f32, interpret)
+  keys = k_ref[...]
+  queries = q_ref[...]
+  beta = beta_ref[...].astype(f32)
+  cumulative = jnp.cumsum(g_ref[...].astype(f32))
+  start = start_ref[...]
+  inverse = inverse_ref[...]
+
+  w = _dot(inverse, (beta * jnp.exp(cumulative))[:, None] * keys.astype(f32), f32_precision)
+  u = _dot(inverse, beta[:, None] * v_ref[...].astype(f32), f32_precision)
+  written = u - _dot(w, start, f32_precision)  # the values the chunk writes, [C, BV]
+  scores = (scale * _decays(cumulative, cumulative, "causal")
+            * _dot(queries, keys, input_precision, transpose_b=True))
+  queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
+  o = _dot(scores, written, f32_precision) + _dot(queries_to_start, start, f32_precision)
+  o_ref[...] = o.astype(o_ref.dtype)
+
+
+def _time_major_spec(chunk, width, heads, index):
+  """Block of one chunk of one (sequence, head) in a [B, T, H, width] array (width None:
+  [B, T, H]); `index(grid ids)` -> (bh, chunk index, column block)."""
+  squeezed = pl.squeezed
+  if width is None:
+    return pl.BlockSpec((squeezed, chunk, squeezed),
+                        lambda *ids: (index(*ids)[0] // heads, index(*ids)[1],
+                                      index(*ids)[0] % heads))
+  return pl.BlockSpec((squeezed, chunk, squeezed, width),
+                      lambda *ids: (index(*ids)[0] // heads, index(*ids)[1],
+                                    index(*ids)[0] % heads, index(*ids)[2]))
+
+
+def forward(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
+            config: KernelConfig | None = None, interpret: bool | None = None):
+  """(o [B, T, H, V] in v's dtype, final state [B, H, K, V] float32): the kernels, no autodiff.
+
+  q, k [B, T, H, K], v [B, T, H, V], g, beta [B, T, H] (any float dtypes accumulating in
+  float32); initial_state [B, H, K, V] float32. Shapes must pass `kernel_limits`.
+  """
+  batch, seq_len, heads, key_dim = q.shape
+  value_dim = v.shape[-1]
+  config = config or default_config(value_dim)
+  if interpret is None:
+    interpret = not platform.on_gpu()
+  num_chunks = math.ceil(seq_len / chunk_size)
+  padded_len = num_chunks * chunk_size
+  if padded_len != seq_len:  # k = 0, g = 0, beta = 0 tokens leave the state unchanged.
+    pad = lambda x: jnp.pad(x, [(0, 0), (0, padded_len - seq_len)]  # noqa: E731
+                            + [(0, 0)] * (x.ndim - 2))
+    q, k, v, g, beta = map(pad, (q, k, v, g, beta))
+  batch_heads = batch * heads
+  f32 = jnp.float32
+  params = lambda warps: pltriton.CompilerParams(  # noqa: E731
+      num_warps=warps, num_stages=config.num_stages)
+
+  chunk_of = lambda bh, n: (bh, n, 0)  # noqa: E731
+  per_chunk = lambda *tail: pl.BlockSpec(  # noqa: E731
+      (pl.squeezed, pl.squeezed, *tail), lambda bh, n: (n, bh, 0, 0))
+  transition, update, inverse = pl.pallas_call(
+      functools.partial(_prepare_kernel, interpret=interpret),
+      grid=(batch_heads, num_chunks),
+      in_specs=[_time_major_spec(chunk_size, key_dim, heads, chunk_of),
+                _time_major_spec(chunk_size, value_dim, heads, chunk_of),
+                _time_major_spec(chunk_size, None, heads, chunk_of),
+                _time_major_spec(chunk_size, None, heads, chunk_of)],
+      out_specs=[per_chunk(key_dim, key_dim), per_chunk(key_dim, value_dim),
+                 per_chunk(chunk_size, chunk_size)],
+      out_shape=[jax.ShapeDtypeStruct((num_chunks, batch_heads, key_dim, key_dim), f32),
+                 jax.ShapeDtypeStruct((num_chunks, batch_heads, key_dim, value_dim), f32),
+                 jax.ShapeDtypeStruct((num_chunks, batch_heads, chunk_size, chunk_size), f32)],
+      interpret=interpret, compiler_params=params(config.prepare_warps),
+  )(k, v, g, beta)
+
+  start_states, final_state = state_pallas.chunk_states(
+      transition, update, initial_state.reshape(batch_heads, key_dim, value_dim).astype(f32),
+      interpret=interpret)
+
+  block_v = config.block_v
+  slab_of = lambda slab, bh, n: (bh, n, slab)  # noqa: E731
+  whole_of = lambda slab, bh, n: (bh, n, 0)  # noqa: E731
+  o = pl.pallas_call(
+      functools.partial(_output_kernel, scale=float(scale), interpret=interpret),
+      grid=(value_dim // block_v, batch_heads, num_chunks),
+      in_specs=[_time_major_spec(chunk_size, key_dim, heads, whole_of),
+                _time_major_spec(chunk_size, key_dim, heads, whole_of),
+                _time_major_spec(chunk_size, block_v, heads, slab_of),
+                _time_major_spec(chunk_size, None, heads, whole_of),
+                _time_major_spec(chunk_size, None, heads, whole_of),
+                pl.BlockSpec((pl.squeezed, pl.squeezed, chunk_size, chunk_size),
+                             lambda slab, bh, n: (n, bh, 0, 0)),
+                pl.BlockSpec((pl.squeezed, pl.squeezed, key_dim, block_v),
+                             lambda slab, bh, n: (n, bh, 0, slab))],
+      out_specs=_time_major_spec(chunk_size, block_v, heads, slab_of),
+      out_shape=jax.ShapeDtypeStruct((batch, padded_len, heads, value_dim), v.dtype),
+      interpret=interpret, compiler_params=params(config.output_warps),
+  )(q, k, v, g, beta, inverse, start_states)
+  return o[:, :seq_len], final_state.reshape(batch, heads, key_dim, value_dim)
+
+
+Twin = Callable[..., tuple[jax.Array, jax.Array]]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8, 9, 10))
+def _gated_delta_rule(q, k, v, g, beta, initial_state, scale, chunk_size, twin, config,
+                      interpret):
+  return forward(q, k, v, g, beta, initial_state, scale=scale, chunk_size=chunk_size,
+                 config=config, interpret=interpret)
+
+
+def _gated_delta_rule_fwd(q, k, v, g, beta, initial_state, scale, chunk_size, twin, config,
+                          interpret):
+  # Under differentiation the twin runs the forward too: its VJP function (a pytree of the
+  # twin's residual arrays) is all the backward needs.
+  outputs, twin_vjp = jax.vjp(twin, q, k, v, g, beta, initial_state)
+  return outputs, twin_vjp
+
+
+def _gated_delta_rule_bwd(scale, chunk_size, twin, config, interpret, twin_vjp, cotangents):
+  return twin_vjp(cotangents)
+
+
+_gated_delta_rule.defvjp(_gated_delta_rule_fwd, _gated_delta_rule_bwd)
+
+
+def gated_delta_rule(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
+                     twin: Twin, config: KernelConfig | None = None,
+                     interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
+  """The chunked gated delta rule by the kernels, differentiable through `twin`.
+
+  Args:
+    q, k: [B, T, H, K]; v: [B, T, H, V]; g (log decay), beta: [B, T, H]; initial_state:
+      [B, H, K, V] float32. Any T (padded to a multiple of chunk_size inside).
+    scale: multiplies q (a Python float).
+    chunk_size: C, a power of two >= 16, as K and V (`kernel_limits`).
+    twin: twin(q, k, v, g, beta, initial_state) -> (o, final state), the same function in
+      differentiable JAX; gradients are its gradients.
+    config: tiling (`KernelConfig`); default `default_config(V)`.
+    interpret: run the kernels in interpret mode; default: unless on a GPU.
+
+  Returns:
+    (o [B, T, H, V] in v's dtype, final state [B, H, K, V] float32).
+
+  Raises:
+    ValueError: naming the limit when the kernels cannot take the inputs.
+  """
+  key_dim, value_dim = q.shape[-1], v.shape[-1]
+  reason = kernel_limits(key_dim=key_dim, value_dim=value_dim, chunk_size=chunk_size,
+                         dtype=jnp.result_type(q, k, v, g, beta, initial_state, jnp.float32))
+  if reason:
+    raise ValueError(f"the Pallas gated delta kernels cannot run: {reason}")
+  config = config or default_config(value_dim)
+  if not _power_of_two(config.block_v) or value_dim % config.block_v:
+    raise ValueError(f"block_v must be a power of two >= {MIN_DIM} dividing V={value_dim}, "
+                     f"got {config.block_v}")
+  if interpret is None:
+    interpret = not platform.on_gpu()
+  return _gated_delta_rule(q, k, v, g, beta, initial_state, float(scale), chunk_size, twin,
+                           config, interpret)
+
+
+__all__ = ["KernelConfig", "default_config", "forward", "gated_delta_rule", "kernel_limits"]

@@ -1,0 +1,156 @@
+"""The chunk-local gated delta kernels against the chunked XLA twin: outputs, final state,
+which kernels run forward and under differentiation, errors.
+
+On CPU the kernels run in interpret mode; the `gpu` test compiles them with Triton. The
+gradients through the public op (`impl="pallas"`) are checked in
+tests/sdm_jax/ops/test_gated_delta.py.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+from jax.extend.core import jaxprs_in_params
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pallas_kernels.gated_delta import chunk_pallas
+from sdm_jax.ops import gated_delta
+
+interpret_on_cpu = pytest.mark.skipif(
+    jax.default_backend() == "gpu", reason="interpret-mode semantics tests run on CPU")
+
+
+def _inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype=jnp.float32,
+            log_decay=None):
+  """As a GDN layer feeds them: unit-norm q and k, g < 0 (or `log_decay` everywhere), beta
+  in (0, 1); a random float32 initial state."""
+  rng = np.random.default_rng(seed)
+  shape = (batch, seq_len, heads)
+  unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+  q = unit(rng.normal(size=(*shape, key_dim)))
+  k = unit(rng.normal(size=(*shape, key_dim)))
+  v = rng.normal(size=(*shape, value_dim))
+  g = -np.log1p(np.exp(-rng.normal(size=shape) - 2.0))
+  if log_decay is not None:
+    g = np.full(shape, log_decay)
+  beta = 1.0 / (1.0 + np.exp(-rng.normal(size=shape)))
+  state = rng.normal(size=(batch, heads, key_dim, value_dim))
+  return (*(jnp.asarray(x, dtype) for x in (q, k, v, g, beta)),
+          jnp.asarray(state, jnp.float32))
+
+
+def _relative_error(got, want):
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  return np.abs(got - want).max() / np.abs(want).max()
+
+
+@interpret_on_cpu
+@pytest.mark.parametrize("case", [
+    # T = 37: two full chunks and a padded one; two output slabs of 16 columns.
+    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16, block_v=16),
+    # Two 16-row blocks per chunk: the inverse's block below the diagonal; bfloat16.
+    dict(shape=dict(seq_len=64, key_dim=16, value_dim=16), chunk=32, block_v=16,
+         dtype=jnp.bfloat16),
+    # g = -20 per token: exp(-G) would overflow, exp of in-chunk differences must not.
+    dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32, block_v=16,
+         log_decay=-20.0),
+])
+def test_kernels_match_the_chunked_twin(case):
+  dtype = case.get("dtype", jnp.float32)
+  *inputs, state = _inputs(0, batch=2, heads=2, dtype=dtype, log_decay=case.get("log_decay"),
+                           **case["shape"])
+  scale = 0.7
+  kernels = jax.jit(functools.partial(
+      chunk_pallas.forward, scale=scale, chunk_size=case["chunk"],
+      config=chunk_pallas.KernelConfig(block_v=case["block_v"]), interpret=True))
+  o, final = kernels(*inputs, state)
+  o_twin, final_twin = gated_delta.gated_delta_rule_chunked(
+      *inputs, scale=scale, initial_state=state, chunk_size=case["chunk"])
+  assert o.shape == o_twin.shape and o.dtype == dtype
+  assert final.shape == final_twin.shape and final.dtype == jnp.float32
+  assert np.isfinite(np.asarray(o, np.float32)).all() and np.isfinite(final).all()
+  # bfloat16: o is rounded to bfloat16 (relative 2^-9) on both sides.
+  tolerance = 1e-5 if dtype == jnp.float32 else 4e-3
+  assert _relative_error(o, o_twin) < tolerance
+  assert _relative_error(final, final_twin) < 1e-5
+
+
+def _kernel_names(jaxpr, names=None):
+  """Names of the kernel functions of every pallas_call in `jaxpr` and its sub-jaxprs."""
+  names = [] if names is None else names
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == "pallas_call":
+      names.append(eqn.params["jaxpr"].debug_info.func_name)
+    for sub in jaxprs_in_params(eqn.params):
+      _kernel_names(sub, names)
+  return names
+
+
+def test_forward_runs_the_kernels_and_gradients_run_the_twin():
+  """Forward-only calls trace the three launches; under `grad` only the twin runs (the
+  state kernel forward and backward), so training costs what the chunked path costs."""
+  q, k, v, g, beta, state = _inputs(1, batch=1, seq_len=32, heads=1, key_dim=16,
+                                    value_dim=16)
+  op = functools.partial(gated_delta.gated_delta_rule, chunk_size=16, impl="pallas")
+  forward = jax.make_jaxpr(op)(q, k, v, g, beta, initial_state=state)
+  assert _kernel_names(forward.jaxpr) == ["_prepare_kernel", "_forward_kernel",
+                                          "_output_kernel"]
+
+  def loss(*args, op=op):
+    o, final = op(*args[:5], initial_state=args[5])
+    return o.sum() + final.sum()
+
+  twin = functools.partial(gated_delta.gated_delta_rule_chunked, chunk_size=16,
+                           state_pass="pallas")
+  gradient = jax.make_jaxpr(jax.grad(loss, range(6)))(q, k, v, g, beta, state)
+  twin_gradient = jax.make_jaxpr(jax.grad(functools.partial(loss, op=twin), range(6)))(
+      q, k, v, g, beta, state)
+  assert _kernel_names(gradient.jaxpr) == _kernel_names(twin_gradient.jaxpr) == [
+      "_forward_kernel", "_backward_kernel"]
+
+
+@pytest.mark.parametrize("shape,match", [
+    (dict(key_dim=12, value_dim=16, chunk_size=16), "K must be a power of two >= 16"),
+    (dict(key_dim=16, value_dim=48, chunk_size=16), "V must be a power of two >= 16"),
+    (dict(key_dim=16, value_dim=16, chunk_size=8), "chunk_size must be a power of two >= 16"),
+])
+def test_rejects_shapes_the_kernels_cannot_take(shape, match):
+  chunk_size = shape.pop("chunk_size")
+  *inputs, state = _inputs(2, batch=1, seq_len=16, heads=1, **shape)
+  with pytest.raises(ValueError, match=match):
+    chunk_pallas.gated_delta_rule(*inputs, state, scale=1.0, chunk_size=chunk_size,
+                                  twin=None, interpret=True)
+
+
+def test_rejects_float64_and_a_bad_block_v():
+  *inputs, state = _inputs(3, batch=1, seq_len=16, heads=1, key_dim=16, value_dim=32)
+  with pytest.raises(ValueError, match="block_v"):
+    chunk_pallas.gated_delta_rule(*inputs, state, scale=1.0, chunk_size=16, twin=None,
+                                  config=chunk_pallas.KernelConfig(block_v=64))
+  with jax.enable_x64(True):
+    with pytest.raises(ValueError, match="float32, got float64"):
+      chunk_pallas.gated_delta_rule(*inputs, state.astype(jnp.float64), scale=1.0,
+                                    chunk_size=16, twin=None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32])
+def test_compiled_kernels_match_the_twin(dtype):
+  """Issue 16's head shape (K = 64, V = 128, C = 64); T not a multiple of C; every output
+  slab width the sweep may pick."""
+  *inputs, state = _inputs(4, batch=2, seq_len=1000, heads=3, key_dim=64, value_dim=128,
+                           dtype=dtype)
+  o_twin, final_twin = gated_delta.gated_delta_rule_chunked(
+      *inputs, initial_state=state, chunk_size=64, state_pass="pallas")
+  for config in (chunk_pallas.KernelConfig(), chunk_pallas.KernelConfig(
+      block_v=32, prepare_warps=8, output_warps=8, num_stages=2)):
+    o, final = jax.jit(functools.partial(chunk_pallas.forward, scale=64**-0.5,
+                                         chunk_size=64, config=config))(*inputs, state)
+    assert o.dtype == dtype
+    # The twin's float32 matmuls run at the GPU's default (TF32) precision for bf16 inputs.
+    tolerance = 1e-4 if dtype == jnp.float32 else 1e-2
+    assert _relative_error(o, o_twin) < tolerance, config
+    assert _relative_error(final, final_twin) < tolerance, config
