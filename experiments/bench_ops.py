@@ -69,6 +69,23 @@ def _gdn_from_flags() -> dict[str, Any]:
 
 BENCHMARKS["gdn"] = _gdn_from_flags
 
+_TILINGS = flags.DEFINE_list(
+    "tilings", ["default"],
+    "sdm_tiling, gdn_tiling: Pallas tilings to time, each 'default' or 'field=value;...' over "
+    "the kernels' KernelConfig (sdm: scan_pallas, fields block_cols, row_tile, entry_block, "
+    "group_entries, num_warps; gdn: chunk_pallas, fields block_v, state_block_v, "
+    "prepare_warps, output_warps, num_stages).")
+
+
+def _gdn_tiling_from_flags() -> dict[str, Any]:
+  return gdn_benchmarks.benchmark_tilings(
+      tilings=_TILINGS.value, batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
+      key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value, chunk_size=_CHUNK.value,
+      dtype=_DTYPE.value, warmup=_WARMUP.value, repeats=_REPEATS.value)
+
+
+BENCHMARKS["gdn_tiling"] = _gdn_tiling_from_flags
+
 def _bench_sdm() -> dict[str, Any]:
   return sdm_benchmarks.benchmark(
       batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, slots=_SLOTS.value,
@@ -91,11 +108,6 @@ def _bench_sdm_layer() -> dict[str, Any]:
 
 
 BENCHMARKS["sdm_layer"] = _bench_sdm_layer
-
-_TILINGS = flags.DEFINE_list(
-    "tilings", ["default"],
-    "sdm_tiling: Pallas phase-2 tilings to time, each 'default' or 'field=value;...' over "
-    "scan_pallas.KernelConfig (block_cols, row_tile, entry_block, group_entries, num_warps).")
 
 
 def _bench_sdm_tiling() -> dict[str, Any]:

@@ -51,16 +51,33 @@ BLOCK_T = 16  # rows of the triangular inverse's blocks
 
 
 class KernelConfig(NamedTuple):
-  """Tiling of the chunk-local kernels (`block_v` a power of two >= 16 dividing V)."""
+  """Tiling of the three launches (block widths powers of two >= 16 dividing V)."""
   block_v: int = 128         # value columns per program of the output kernel
+  state_block_v: int = 32    # value columns per program of the state kernel
   prepare_warps: int = 4
   output_warps: int = 4
-  num_stages: int = 1
+  num_stages: int = 1        # of the preparation and output kernels
 
 
 def default_config(value_dim: int) -> KernelConfig:
-  """The whole of V per output program up to 128 columns (q, k, X are loaded once)."""
-  return KernelConfig(block_v=min(value_dim, 128))
+  """The output kernel takes up to 128 value columns per program (q, k and X are loaded
+  once per program); the state kernel its own default (`state_pallas.default_block_v`)."""
+  return KernelConfig(block_v=min(value_dim, 128),
+                      state_block_v=state_pallas.default_block_v(value_dim))
+
+
+def config_limits(config: KernelConfig, value_dim: int) -> str | None:
+  """Why `config` cannot tile V = value_dim, or None if it can."""
+  for name in ("block_v", "state_block_v"):
+    width = getattr(config, name)
+    if not _power_of_two(width) or value_dim % width:
+      return f"{name} must be a power of two >= {MIN_DIM} dividing V={value_dim}, got {width}"
+  for name in ("prepare_warps", "output_warps"):
+    if getattr(config, name) not in (1, 2, 4, 8, 16):
+      return f"{name} must be 1, 2, 4, 8 or 16, got {getattr(config, name)}"
+  if config.num_stages < 1:
+    return f"num_stages must be >= 1, got {config.num_stages}"
+  return None
 
 
 def _power_of_two(n: int) -> bool:
@@ -272,7 +289,7 @@ def forward(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
 
   start_states, final_state = state_pallas.chunk_states(
       transition, update, initial_state.reshape(batch_heads, key_dim, value_dim).astype(f32),
-      interpret=interpret)
+      block_v=config.state_block_v, interpret=interpret)
 
   block_v = config.block_v
   slab_of = lambda slab, bh, n: (bh, n, slab)  # noqa: E731
@@ -348,13 +365,13 @@ def gated_delta_rule(q, k, v, g, beta, initial_state, *, scale: float, chunk_siz
   if reason:
     raise ValueError(f"the Pallas gated delta kernels cannot run: {reason}")
   config = config or default_config(value_dim)
-  if not _power_of_two(config.block_v) or value_dim % config.block_v:
-    raise ValueError(f"block_v must be a power of two >= {MIN_DIM} dividing V={value_dim}, "
-                     f"got {config.block_v}")
+  reason = config_limits(config, value_dim)
+  if reason:
+    raise ValueError(f"config cannot tile these inputs: {reason}")
   if interpret is None:
     interpret = not platform.on_gpu()
   return _gated_delta_rule(q, k, v, g, beta, initial_state, float(scale), chunk_size, twin,
                            config, interpret)
 
 
-__all__ = ["KernelConfig", "default_config", "forward", "gated_delta_rule", "kernel_limits"]
+__all__ = ["KernelConfig", "config_limits", "default_config", "forward", "gated_delta_rule", "kernel_limits"]

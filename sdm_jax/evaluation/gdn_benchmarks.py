@@ -1,5 +1,6 @@
 """Times the Gated DeltaNet op (`--op=gdn` of `experiments.bench_ops`): forward and
-forward+backward on inputs shaped as the GDN layer feeds them."""
+forward+backward on inputs shaped as the GDN layer feeds them; `--op=gdn_tiling`: the
+Pallas forward under several tilings (`chunk_pallas.KernelConfig`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from pallas_kernels.gated_delta import chunk_pallas
+from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import timing
 from sdm_jax.ops import gated_delta
 
@@ -75,3 +78,32 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
     result["fwd_bwd_top_ops"] = timing.device_time_by_op(lambda: forward_backward(*inputs),
                                                          top=top_ops)
   return result
+
+
+def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: int,
+                      key_dim: int, value_dim: int, chunk_size: int, dtype: str,
+                      warmup: int = 2, repeats: int = 10) -> dict[str, Any]:
+  """Median ms of the Pallas forward (`gated_delta_rule_pallas`) for each tiling ("default"
+  or "field=int;..." over `chunk_pallas.KernelConfig`), with each result's largest
+  difference in o and the final state from the first tiling's (relative to its largest
+  entry). Gradients do not depend on the tiling (they are the chunked path's)."""
+  inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
+                       value_dim=value_dim, dtype=jnp.dtype(dtype))
+  results, first = [], None
+  for spec in tilings:
+    config = tiling.parse_tiling(spec, chunk_pallas.default_config(value_dim))
+    reason = chunk_pallas.config_limits(config, value_dim)
+    if reason:
+      raise ValueError(f"tiling {spec!r}: {reason}")
+    forward = jax.jit(functools.partial(gated_delta.gated_delta_rule_pallas,
+                                        chunk_size=chunk_size, config=config))
+    outputs = [x.astype(jnp.float32) for x in forward(*inputs)]
+    first = first or outputs
+    difference = max(float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-30))
+                     for a, b in zip(outputs, first))
+    measured = timing.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)
+    results.append({"tiling": spec, **config._asdict(), "fwd_ms": measured["median_ms"],
+                    "fwd_min_ms": measured["min_ms"], "max_rel_difference": difference})
+  return {"batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
+          "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
+          "results": results}

@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import timing
 from pallas_kernels.sparse_delta import scan_pallas
 from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
@@ -210,17 +211,7 @@ def benchmark_layer(*, batch: int, seq_len: int, model_dim: int, heads: int, slo
 def parse_tiling(spec: str, value_dim: int) -> scan_pallas.KernelConfig:
   """"default" (what the op uses for this Dv) or "field=value;field=value" overriding
   those fields of `scan_pallas.KernelConfig`."""
-  config = scan_pallas.default_config(value_dim)
-  if spec == "default":
-    return config
-  fields = {}
-  for item in spec.split(";"):
-    name, _, value = item.partition("=")
-    if name not in scan_pallas.KernelConfig._fields or not value.isdigit():
-      raise ValueError(f"tiling items must be field=int with field in "
-                       f"{scan_pallas.KernelConfig._fields}, got {item!r}")
-    fields[name] = int(value)
-  config = config._replace(**fields)
+  config = tiling.parse_tiling(spec, scan_pallas.default_config(value_dim))
   if value_dim % config.block_cols:
     raise ValueError(f"block_cols must divide Dv = {value_dim}, got {config.block_cols}")
   return config

@@ -65,7 +65,8 @@ def test_kernels_match_the_chunked_twin(case):
   scale = 0.7
   kernels = jax.jit(functools.partial(
       chunk_pallas.forward, scale=scale, chunk_size=case["chunk"],
-      config=chunk_pallas.KernelConfig(block_v=case["block_v"]), interpret=True))
+      config=chunk_pallas.default_config(case["shape"]["value_dim"])._replace(
+          block_v=case["block_v"]), interpret=True))
   o, final = kernels(*inputs, state)
   o_twin, final_twin = gated_delta.gated_delta_rule_chunked(
       *inputs, scale=scale, initial_state=state, chunk_size=case["chunk"])
@@ -125,11 +126,14 @@ def test_rejects_shapes_the_kernels_cannot_take(shape, match):
                                   twin=None, interpret=True)
 
 
-def test_rejects_float64_and_a_bad_block_v():
+def test_rejects_float64_and_configs_that_do_not_tile_v():
   *inputs, state = _inputs(3, batch=1, seq_len=16, heads=1, key_dim=16, value_dim=32)
-  with pytest.raises(ValueError, match="block_v"):
-    chunk_pallas.gated_delta_rule(*inputs, state, scale=1.0, chunk_size=16, twin=None,
-                                  config=chunk_pallas.KernelConfig(block_v=64))
+  for config, match in ((dict(block_v=64), "block_v must be a power of two >= 16 dividing V"),
+                        (dict(state_block_v=24), "state_block_v must be"),
+                        (dict(output_warps=3), "output_warps must be")):
+    with pytest.raises(ValueError, match=match):
+      chunk_pallas.gated_delta_rule(*inputs, state, scale=1.0, chunk_size=16, twin=None,
+                                    config=chunk_pallas.default_config(32)._replace(**config))
   with jax.enable_x64(True):
     with pytest.raises(ValueError, match="float32, got float64"):
       chunk_pallas.gated_delta_rule(*inputs, state.astype(jnp.float64), scale=1.0,
@@ -146,7 +150,7 @@ def test_compiled_kernels_match_the_twin(dtype):
   o_twin, final_twin = gated_delta.gated_delta_rule_chunked(
       *inputs, initial_state=state, chunk_size=64, state_pass="pallas")
   for config in (chunk_pallas.KernelConfig(), chunk_pallas.KernelConfig(
-      block_v=32, prepare_warps=8, output_warps=8, num_stages=2)):
+      block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, num_stages=2)):
     o, final = jax.jit(functools.partial(chunk_pallas.forward, scale=64**-0.5,
                                          chunk_size=64, config=config))(*inputs, state)
     assert o.dtype == dtype
