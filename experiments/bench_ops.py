@@ -40,6 +40,10 @@ _GDN_STATE_PASS = flags.DEFINE_enum(
     "gdn_state_pass", "scan", list(gated_delta.STATE_PASSES),
     "With --impl=chunked: how the GDN path finds chunk start states (XLA scan or the Pallas "
     "state kernel).")
+_GDN_BACKWARD = flags.DEFINE_enum(
+    "gdn_backward", "chunked", list(gated_delta.PALLAS_BACKWARDS),
+    "With --impl=pallas (or auto on a GPU): how the GDN Pallas path finds gradients (through "
+    "the chunked XLA path, or the backward kernels).")
 
 _SDM_ERROR = flags.DEFINE_enum("sdm_error", "shared", ["shared", "per_slot"],
                                "Error form of the sparse delta rule (SDM).")
@@ -64,7 +68,8 @@ def _gdn_from_flags() -> dict[str, Any]:
       batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, key_dim=_KEY_DIM.value,
       value_dim=_VALUE_DIM.value, chunk_size=_CHUNK.value, dtype=_DTYPE.value,
       impl=_IMPL.value, warmup=_WARMUP.value, repeats=_REPEATS.value,
-      state_pass=_GDN_STATE_PASS.value, top_ops=_TOP_OPS.value)
+      state_pass=_GDN_STATE_PASS.value, pallas_backward=_GDN_BACKWARD.value,
+      top_ops=_TOP_OPS.value)
 
 
 BENCHMARKS["gdn"] = _gdn_from_flags

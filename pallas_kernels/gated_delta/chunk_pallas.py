@@ -55,24 +55,27 @@ class KernelConfig(NamedTuple):
   block_v: int = 128         # value columns per program of the output kernel
   state_block_v: int = 32    # value columns per program of the state kernel
   prepare_warps: int = 4
-  output_warps: int = 4
-  num_stages: int = 1        # of the preparation and output kernels
+  output_warps: int = 4      # also of the backward's start-state gradient kernel
+  backward_block_v: int = 64  # value columns per step of the chunk backward kernel's loop
+  backward_warps: int = 4
+  num_stages: int = 1        # of the chunk-local kernels
 
 
 def default_config(value_dim: int) -> KernelConfig:
   """The output kernel takes up to 128 value columns per program (q, k and X are loaded
   once per program); the state kernel its own default (`state_pallas.default_block_v`)."""
   return KernelConfig(block_v=min(value_dim, 128),
-                      state_block_v=state_pallas.default_block_v(value_dim))
+                      state_block_v=state_pallas.default_block_v(value_dim),
+                      backward_block_v=min(value_dim, 64))
 
 
 def config_limits(config: KernelConfig, value_dim: int) -> str | None:
   """Why `config` cannot tile V = value_dim, or None if it can."""
-  for name in ("block_v", "state_block_v"):
+  for name in ("block_v", "state_block_v", "backward_block_v"):
     width = getattr(config, name)
     if not _power_of_two(width) or value_dim % width:
       return f"{name} must be a power of two >= {MIN_DIM} dividing V={value_dim}, got {width}"
-  for name in ("prepare_warps", "output_warps"):
+  for name in ("prepare_warps", "output_warps", "backward_warps"):
     if getattr(config, name) not in (1, 2, 4, 8, 16):
       return f"{name} must be 1, 2, 4, 8 or 16, got {getattr(config, name)}"
   if config.num_stages < 1:
@@ -233,17 +236,260 @@ def _output_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
   o_ref[...] = o.astype(o_ref.dtype)
 
 
-def _time_major_spec(chunk, width, heads, index):
-  """Block of one chunk of one (sequence, head) in a [B, T, H, width] array (width None:
-  [B, T, H]); `index(grid ids)` -> (bh, chunk index, column block)."""
+def _start_gradient_kernel(q_ref, k_ref, g_ref, beta_ref, inverse_ref, do_ref, d_start_ref,
+                           *, scale: float, interpret: bool):
+  """The gradient of one chunk's outputs w.r.t. its start state, for one value slab:
+  d_start = (diag(exp G) scale Q)^T dO - w^T P^T dO  [K, BV] (o = P (u - w S0) + ...)."""
+  f32 = jnp.float32
+  input_precision = _precision(k_ref.dtype, interpret)
+  f32_precision = _precision(f32, interpret)
+  keys, queries = k_ref[...], q_ref[...]
+  beta = beta_ref[...].astype(f32)
+  cumulative = jnp.cumsum(g_ref[...].astype(f32))
+  d_o = do_ref[...].astype(f32)
+  w = _dot(inverse_ref[...], (beta * jnp.exp(cumulative))[:, None] * keys.astype(f32),
+           f32_precision)
+  scores = (scale * _decays(cumulative, cumulative, "causal")
+            * _dot(queries, keys, input_precision, transpose_b=True))
+  queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
+  scores_t_d_o = _dot(scores, d_o, f32_precision, transpose_a=True)
+  d_start_ref[...] = (_dot(queries_to_start, d_o, f32_precision, transpose_a=True)
+                      - _dot(w, scores_t_d_o, f32_precision, transpose_a=True))
+
+
+def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
+                           do_ref, adjoint_ref, dq_ref, dk_ref, dv_ref, dg_ref, dbeta_ref, *,
+                           scale: float, block_v: int, interpret: bool):
+  """Gradients w.r.t. q, k, v, g, beta of one chunk, given dO and the adjoint dS1 of its end
+  state (S1 = exp(G_C) S0 + K~^T U).
+
+  With R = diag(beta) (V - diag(exp G) K S0) and U = X R the written values:
+    dU = P^T dO + K~ dS1,  dR = X^T dU,  dP = dO U^T,  dA = -dR U^T,
+  then through P, A, Q~ = diag(exp G) scale Q, K~ = diag(exp(G_C - G)) K and R to the
+  inputs, and dg_i = sum_{t >= i} dG_t. Value columns are walked in slabs of block_v: every
+  term is a sum over columns, so the [C, BV] intermediates stay small.
+  q_ref, k_ref [C, K], v_ref, do_ref [C, V], g_ref, beta_ref [C] (inputs' dtypes);
+  inverse_ref X [C, C], start_ref S0 and adjoint_ref dS1 [K, V] float32.
+  """
+  chunk, key_dim = k_ref.shape
+  value_dim = v_ref.shape[-1]
+  f32 = jnp.float32
+  input_precision = _precision(k_ref.dtype, interpret)
+  precision = _precision(f32, interpret)
+  keys, queries = k_ref[...], q_ref[...]
+  keys_f32, queries_f32 = keys.astype(f32), queries.astype(f32)
+  beta = beta_ref[...].astype(f32)
+  cumulative = jnp.cumsum(g_ref[...].astype(f32))
+  g_last = jnp.sum(g_ref[...].astype(f32))
+  to_start = jnp.exp(cumulative)            # exp(G_t)
+  to_end = jnp.exp(g_last - cumulative)     # exp(G_C - G_t)
+  causal = _decays(cumulative, cumulative, "causal")
+  strict = _decays(cumulative, cumulative, "strict")
+  scores = scale * causal * _dot(queries, keys, input_precision, transpose_b=True)  # P
+  key_products = _dot(keys, keys, input_precision, transpose_b=True)
+  a = beta[:, None] * strict * key_products
+  inverse = inverse_ref[...]
+  keys_to_end = to_end[:, None] * keys_f32                       # K~
+  queries_to_start = (scale * to_start)[:, None] * queries_f32   # Q~
+
+  def slab(s, carry):
+    (d_scores, d_a, d_queries_to_start, d_keys_to_end, d_keys, d_beta, d_cumulative,
+     start_dot_adjoint) = carry
+    cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
+    start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
+    d_o = do_ref[:, cols].astype(f32)
+    keys_start = _dot(keys_f32, start, precision)                       # K S0
+    residual = v_ref[:, cols].astype(f32) - to_start[:, None] * keys_start
+    written = _dot(inverse, beta[:, None] * residual, precision)        # U
+    d_written = (_dot(scores, d_o, precision, transpose_a=True)
+                 + _dot(keys_to_end, adjoint, precision))
+    d_r = _dot(inverse, d_written, precision, transpose_a=True)        # dR
+    dv_ref[:, cols] = (beta[:, None] * d_r).astype(dv_ref.dtype)
+    return (d_scores + _dot(d_o, written, precision, transpose_b=True),
+            d_a - _dot(d_r, written, precision, transpose_b=True),
+            d_queries_to_start + _dot(d_o, start, precision, transpose_b=True),
+            d_keys_to_end + _dot(written, adjoint, precision, transpose_b=True),
+            d_keys - (beta * to_start)[:, None] * _dot(d_r, start, precision,
+                                                       transpose_b=True),
+            d_beta + jnp.sum(d_r * residual, axis=1),
+            d_cumulative - beta * to_start * jnp.sum(d_r * keys_start, axis=1),
+            start_dot_adjoint + jnp.sum(start * adjoint))
+
+  square = jnp.zeros((chunk, chunk), f32)
+  by_key = jnp.zeros((chunk, key_dim), f32)
+  by_token = jnp.zeros((chunk,), f32)
+  (d_scores, d_a, d_queries_to_start, d_keys_to_end, d_keys, d_beta, d_cumulative,
+   start_dot_adjoint) = lax.fori_loop(
+       0, value_dim // block_v, slab,
+       (square, square, by_key, by_key, by_key, by_token, by_token, jnp.zeros((), f32)))
+
+  # Through P = scale causal * q k^T and A = beta strict * k k^T (d_a is used where A is).
+  d_qk = scale * causal * d_scores
+  d_kk = beta[:, None] * strict * d_a
+  d_q = (_dot(d_qk, keys_f32, precision)
+         + (scale * to_start)[:, None] * d_queries_to_start)
+  d_keys += (_dot(d_qk, queries_f32, precision, transpose_a=True)
+             + _dot(d_kk, keys_f32, precision) + _dot(d_kk, keys_f32, precision, transpose_a=True)
+             + to_end[:, None] * d_keys_to_end)
+  d_beta += jnp.sum(strict * key_products * d_a, axis=1)
+  # Decays: each of P, A depends on G_t - G_i; Q~ on G_t; K~ on G_C - G_t; S1 on G_C.
+  through_scores, through_a = d_scores * scores, d_a * a
+  through_keys_to_end = jnp.sum(d_keys_to_end * keys_to_end, axis=1)
+  d_cumulative += (jnp.sum(through_scores + through_a, axis=1)
+                   - jnp.sum(through_scores + through_a, axis=0)
+                   + jnp.sum(d_queries_to_start * queries_to_start, axis=1)
+                   - through_keys_to_end)
+  d_last = jnp.exp(g_last) * start_dot_adjoint + jnp.sum(through_keys_to_end)
+  # g_i enters every G_t with t >= i, and G_C.
+  row, col = _iota((chunk, chunk), 0), _iota((chunk, chunk), 1)
+  d_g = jnp.sum(jnp.where(col >= row, d_cumulative[None, :], 0.0), axis=1) + d_last
+  dq_ref[...] = d_q.astype(dq_ref.dtype)
+  dk_ref[...] = d_keys.astype(dk_ref.dtype)
+  dg_ref[...] = d_g.astype(dg_ref.dtype)
+  dbeta_ref[...] = d_beta.astype(dbeta_ref.dtype)
+
+
+class _Shape(NamedTuple):
+  batch: int
+  heads: int
+  num_chunks: int
+  chunk: int
+  key_dim: int
+  value_dim: int
+
+  @property
+  def batch_heads(self) -> int:
+    return self.batch * self.heads
+
+
+def _time_major(shape: _Shape, width: int | None, index):
+  """BlockSpec of one chunk of one (sequence, head) of a [B, T, H, width] array ([B, T, H]
+  for width None), read in place; index(*grid ids) -> (bh, chunk, column block)."""
+  def block(*ids):
+    bh, n, column = index(*ids)
+    return (bh // shape.heads, n, bh % shape.heads) + (() if width is None else (column,))
   squeezed = pl.squeezed
-  if width is None:
-    return pl.BlockSpec((squeezed, chunk, squeezed),
-                        lambda *ids: (index(*ids)[0] // heads, index(*ids)[1],
-                                      index(*ids)[0] % heads))
-  return pl.BlockSpec((squeezed, chunk, squeezed, width),
-                      lambda *ids: (index(*ids)[0] // heads, index(*ids)[1],
-                                    index(*ids)[0] % heads, index(*ids)[2]))
+  tail = () if width is None else (width,)
+  return pl.BlockSpec((squeezed, shape.chunk, squeezed, *tail), block)
+
+
+def _per_chunk(tail, index):
+  """BlockSpec of one chunk's [rows, columns] block of an [N, B*H, rows, *] array."""
+  def block(*ids):
+    bh, n, column = index(*ids)
+    return n, bh, 0, column
+  return pl.BlockSpec((pl.squeezed, pl.squeezed, *tail), block)
+
+
+# Grid ids -> (bh, chunk, column block): grid (B*H, N), and grid (V / BV, B*H, N) for a
+# block of all columns or of the program's slab.
+def _chunk_grid(bh, n):
+  return bh, n, 0
+
+
+def _chunk_grid_of_slab(slab, bh, n):
+  del slab
+  return bh, n, 0
+
+
+def _slab_grid(slab, bh, n):
+  return bh, n, slab
+
+
+def _call(kernel, grid, in_specs, out_specs, out_shape, warps: int,
+          config: KernelConfig, interpret: bool, **params):
+  return pl.pallas_call(
+      functools.partial(kernel, interpret=interpret, **params), grid=grid,
+      in_specs=in_specs, out_specs=out_specs, out_shape=out_shape, interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=warps, num_stages=config.num_stages))
+
+
+def _pad_time(arrays, seq_len: int, padded_len: int):
+  """Pads [B, T, ...] arrays to padded_len tokens with zeros (k = 0, g = 0, beta = 0 tokens
+  leave the state unchanged; zero cotangents add nothing)."""
+  if padded_len == seq_len:
+    return arrays
+  return [jnp.pad(x, [(0, 0), (0, padded_len - seq_len)] + [(0, 0)] * (x.ndim - 2))
+          for x in arrays]
+
+
+def _shape_of(q, v, chunk_size) -> _Shape:
+  batch, seq_len, heads, key_dim = q.shape
+  return _Shape(batch, heads, math.ceil(seq_len / chunk_size), chunk_size, key_dim,
+                v.shape[-1])
+
+
+def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, interpret):
+  """(o, final state) and the residuals of the Pallas backward (X, transition, start
+  states), on inputs padded to whole chunks."""
+  shape = _shape_of(q, v, chunk_size)
+  n, bh, c, kd, vd = (shape.num_chunks, shape.batch_heads, shape.chunk, shape.key_dim,
+                      shape.value_dim)
+  f32 = jnp.float32
+  transition, update, inverse = _call(
+      _prepare_kernel, (bh, n),
+      [_time_major(shape, kd, _chunk_grid), _time_major(shape, vd, _chunk_grid),
+       _time_major(shape, None, _chunk_grid), _time_major(shape, None, _chunk_grid)],
+      [_per_chunk((kd, kd), _chunk_grid), _per_chunk((kd, vd), _chunk_grid),
+       _per_chunk((c, c), _chunk_grid)],
+      [jax.ShapeDtypeStruct((n, bh, kd, kd), f32), jax.ShapeDtypeStruct((n, bh, kd, vd), f32),
+       jax.ShapeDtypeStruct((n, bh, c, c), f32)],
+      config.prepare_warps, config, interpret)(k, v, g, beta)
+  start_states, final_state = state_pallas.chunk_states(
+      transition, update, initial_state.reshape(bh, kd, vd).astype(f32),
+      block_v=config.state_block_v, interpret=interpret)
+  block_v = config.block_v
+  o = _call(
+      _output_kernel, (vd // block_v, bh, n),
+      [_time_major(shape, kd, _chunk_grid_of_slab), _time_major(shape, kd, _chunk_grid_of_slab),
+       _time_major(shape, block_v, _slab_grid), _time_major(shape, None, _chunk_grid_of_slab),
+       _time_major(shape, None, _chunk_grid_of_slab),
+       _per_chunk((c, c), _chunk_grid_of_slab), _per_chunk((kd, block_v), _slab_grid)],
+      _time_major(shape, block_v, _slab_grid),
+      jax.ShapeDtypeStruct((shape.batch, n * c, shape.heads, vd), v.dtype),
+      config.output_warps, config, interpret, scale=scale,
+  )(q, k, v, g, beta, inverse, start_states)
+  final_state = final_state.reshape(shape.batch, shape.heads, kd, vd)
+  return (o, final_state), (inverse, transition, start_states)
+
+
+def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, config,
+              interpret):
+  """Gradients w.r.t. (q, k, v, g, beta, initial state), inputs padded to whole chunks."""
+  inverse, transition, start_states = residuals
+  shape = _shape_of(q, v, chunk_size)
+  n, bh, c, kd, vd = (shape.num_chunks, shape.batch_heads, shape.chunk, shape.key_dim,
+                      shape.value_dim)
+  f32 = jnp.float32
+  block_v = config.block_v
+  d_start = _call(
+      _start_gradient_kernel, (vd // block_v, bh, n),
+      [_time_major(shape, kd, _chunk_grid_of_slab), _time_major(shape, kd, _chunk_grid_of_slab),
+       _time_major(shape, None, _chunk_grid_of_slab),
+       _time_major(shape, None, _chunk_grid_of_slab),
+       _per_chunk((c, c), _chunk_grid_of_slab), _time_major(shape, block_v, _slab_grid)],
+      _per_chunk((kd, block_v), _slab_grid), jax.ShapeDtypeStruct((n, bh, kd, vd), f32),
+      config.output_warps, config, interpret, scale=scale,
+  )(q, k, g, beta, inverse, d_o)
+  adjoints, d_initial = state_pallas.adjoint_states(
+      transition, d_start, d_final.reshape(bh, kd, vd).astype(f32),
+      block_v=config.state_block_v, interpret=interpret)
+  like = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype)  # noqa: E731
+  d_q, d_k, d_v, d_g, d_beta = _call(
+      _chunk_backward_kernel, (bh, n),
+      [_time_major(shape, kd, _chunk_grid), _time_major(shape, kd, _chunk_grid),
+       _time_major(shape, vd, _chunk_grid), _time_major(shape, None, _chunk_grid),
+       _time_major(shape, None, _chunk_grid), _per_chunk((c, c), _chunk_grid),
+       _per_chunk((kd, vd), _chunk_grid), _time_major(shape, vd, _chunk_grid),
+       _per_chunk((kd, vd), _chunk_grid)],
+      [_time_major(shape, kd, _chunk_grid), _time_major(shape, kd, _chunk_grid),
+       _time_major(shape, vd, _chunk_grid), _time_major(shape, None, _chunk_grid),
+       _time_major(shape, None, _chunk_grid)],
+      [like(q), like(k), like(v), like(g), like(beta)],
+      config.backward_warps, config, interpret, scale=scale,
+      block_v=config.backward_block_v,
+  )(q, k, v, g, beta, inverse, start_states, d_o, adjoints)
+  return d_q, d_k, d_v, d_g, d_beta, d_initial.reshape(d_final.shape)
 
 
 def forward(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
@@ -253,64 +499,14 @@ def forward(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
   q, k [B, T, H, K], v [B, T, H, V], g, beta [B, T, H] (any float dtypes accumulating in
   float32); initial_state [B, H, K, V] float32. Shapes must pass `kernel_limits`.
   """
-  batch, seq_len, heads, key_dim = q.shape
-  value_dim = v.shape[-1]
-  config = config or default_config(value_dim)
-  if interpret is None:
-    interpret = not platform.on_gpu()
-  num_chunks = math.ceil(seq_len / chunk_size)
-  padded_len = num_chunks * chunk_size
-  if padded_len != seq_len:  # k = 0, g = 0, beta = 0 tokens leave the state unchanged.
-    pad = lambda x: jnp.pad(x, [(0, 0), (0, padded_len - seq_len)]  # noqa: E731
-                            + [(0, 0)] * (x.ndim - 2))
-    q, k, v, g, beta = map(pad, (q, k, v, g, beta))
-  batch_heads = batch * heads
-  f32 = jnp.float32
-  params = lambda warps: pltriton.CompilerParams(  # noqa: E731
-      num_warps=warps, num_stages=config.num_stages)
-
-  chunk_of = lambda bh, n: (bh, n, 0)  # noqa: E731
-  per_chunk = lambda *tail: pl.BlockSpec(  # noqa: E731
-      (pl.squeezed, pl.squeezed, *tail), lambda bh, n: (n, bh, 0, 0))
-  transition, update, inverse = pl.pallas_call(
-      functools.partial(_prepare_kernel, interpret=interpret),
-      grid=(batch_heads, num_chunks),
-      in_specs=[_time_major_spec(chunk_size, key_dim, heads, chunk_of),
-                _time_major_spec(chunk_size, value_dim, heads, chunk_of),
-                _time_major_spec(chunk_size, None, heads, chunk_of),
-                _time_major_spec(chunk_size, None, heads, chunk_of)],
-      out_specs=[per_chunk(key_dim, key_dim), per_chunk(key_dim, value_dim),
-                 per_chunk(chunk_size, chunk_size)],
-      out_shape=[jax.ShapeDtypeStruct((num_chunks, batch_heads, key_dim, key_dim), f32),
-                 jax.ShapeDtypeStruct((num_chunks, batch_heads, key_dim, value_dim), f32),
-                 jax.ShapeDtypeStruct((num_chunks, batch_heads, chunk_size, chunk_size), f32)],
-      interpret=interpret, compiler_params=params(config.prepare_warps),
-  )(k, v, g, beta)
-
-  start_states, final_state = state_pallas.chunk_states(
-      transition, update, initial_state.reshape(batch_heads, key_dim, value_dim).astype(f32),
-      block_v=config.state_block_v, interpret=interpret)
-
-  block_v = config.block_v
-  slab_of = lambda slab, bh, n: (bh, n, slab)  # noqa: E731
-  whole_of = lambda slab, bh, n: (bh, n, 0)  # noqa: E731
-  o = pl.pallas_call(
-      functools.partial(_output_kernel, scale=float(scale), interpret=interpret),
-      grid=(value_dim // block_v, batch_heads, num_chunks),
-      in_specs=[_time_major_spec(chunk_size, key_dim, heads, whole_of),
-                _time_major_spec(chunk_size, key_dim, heads, whole_of),
-                _time_major_spec(chunk_size, block_v, heads, slab_of),
-                _time_major_spec(chunk_size, None, heads, whole_of),
-                _time_major_spec(chunk_size, None, heads, whole_of),
-                pl.BlockSpec((pl.squeezed, pl.squeezed, chunk_size, chunk_size),
-                             lambda slab, bh, n: (n, bh, 0, 0)),
-                pl.BlockSpec((pl.squeezed, pl.squeezed, key_dim, block_v),
-                             lambda slab, bh, n: (n, bh, 0, slab))],
-      out_specs=_time_major_spec(chunk_size, block_v, heads, slab_of),
-      out_shape=jax.ShapeDtypeStruct((batch, padded_len, heads, value_dim), v.dtype),
-      interpret=interpret, compiler_params=params(config.output_warps),
-  )(q, k, v, g, beta, inverse, start_states)
-  return o[:, :seq_len], final_state.reshape(batch, heads, key_dim, value_dim)
+  seq_len = q.shape[1]
+  config = config or default_config(v.shape[-1])
+  interpret = (not platform.on_gpu()) if interpret is None else interpret
+  padded = _pad_time((q, k, v, g, beta), seq_len, _shape_of(q, v, chunk_size).num_chunks
+                     * chunk_size)
+  (o, final_state), _ = _forward(*padded, initial_state, scale=scale, chunk_size=chunk_size,
+                                 config=config, interpret=interpret)
+  return o[:, :seq_len], final_state
 
 
 Twin = Callable[..., tuple[jax.Array, jax.Array]]
@@ -325,31 +521,48 @@ def _gated_delta_rule(q, k, v, g, beta, initial_state, scale, chunk_size, twin, 
 
 def _gated_delta_rule_fwd(q, k, v, g, beta, initial_state, scale, chunk_size, twin, config,
                           interpret):
-  # Under differentiation the twin runs the forward too: its VJP function (a pytree of the
-  # twin's residual arrays) is all the backward needs.
-  outputs, twin_vjp = jax.vjp(twin, q, k, v, g, beta, initial_state)
-  return outputs, twin_vjp
+  if twin is not None:
+    # The twin runs the forward too: its VJP function (a pytree of the twin's residual
+    # arrays) is all the backward needs.
+    return jax.vjp(twin, q, k, v, g, beta, initial_state)
+  seq_len = q.shape[1]
+  padded = _pad_time((q, k, v, g, beta), seq_len,
+                     _shape_of(q, v, chunk_size).num_chunks * chunk_size)
+  (o, final_state), residuals = _forward(*padded, initial_state, scale=scale,
+                                         chunk_size=chunk_size, config=config,
+                                         interpret=interpret)
+  return (o[:, :seq_len], final_state), (padded, residuals)
 
 
-def _gated_delta_rule_bwd(scale, chunk_size, twin, config, interpret, twin_vjp, cotangents):
-  return twin_vjp(cotangents)
+def _gated_delta_rule_bwd(scale, chunk_size, twin, config, interpret, residuals, cotangents):
+  if twin is not None:
+    return residuals(cotangents)  # the twin's VJP function
+  padded, kernel_residuals = residuals
+  d_o, d_final = cotangents
+  seq_len = d_o.shape[1]
+  (d_o,) = _pad_time((d_o,), seq_len, padded[0].shape[1])
+  *d_inputs, d_initial = _backward(*padded, kernel_residuals, d_o, d_final, scale=scale,
+                                   chunk_size=chunk_size, config=config, interpret=interpret)
+  return (*(x[:, :seq_len] for x in d_inputs), d_initial)
 
 
 _gated_delta_rule.defvjp(_gated_delta_rule_fwd, _gated_delta_rule_bwd)
 
 
 def gated_delta_rule(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
-                     twin: Twin, config: KernelConfig | None = None,
+                     twin: Twin | None = None, config: KernelConfig | None = None,
                      interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
-  """The chunked gated delta rule by the kernels, differentiable through `twin`.
+  """The chunked gated delta rule by the kernels, differentiable.
 
   Args:
     q, k: [B, T, H, K]; v: [B, T, H, V]; g (log decay), beta: [B, T, H]; initial_state:
       [B, H, K, V] float32. Any T (padded to a multiple of chunk_size inside).
     scale: multiplies q (a Python float).
     chunk_size: C, a power of two >= 16, as K and V (`kernel_limits`).
-    twin: twin(q, k, v, g, beta, initial_state) -> (o, final state), the same function in
-      differentiable JAX; gradients are its gradients.
+    twin: None: gradients by the backward kernels (the forward keeps X, the transitions and
+      the start states for them). Else twin(q, k, v, g, beta, initial_state) -> (o, final
+      state), the same function in differentiable JAX: under differentiation it runs
+      instead of the kernels and gradients are its gradients.
     config: tiling (`KernelConfig`); default `default_config(V)`.
     interpret: run the kernels in interpret mode; default: unless on a GPU.
 
@@ -374,4 +587,5 @@ def gated_delta_rule(q, k, v, g, beta, initial_state, *, scale: float, chunk_siz
                            config, interpret)
 
 
-__all__ = ["KernelConfig", "config_limits", "default_config", "forward", "gated_delta_rule", "kernel_limits"]
+__all__ = ["KernelConfig", "config_limits", "default_config", "forward", "gated_delta_rule",
+           "kernel_limits"]

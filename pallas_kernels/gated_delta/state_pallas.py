@@ -77,18 +77,27 @@ def _forward_kernel(transition_ref, update_ref, initial_ref, start_ref, final_re
   final_ref[bh, :, cols] = lax.fori_loop(0, num_chunks, chunk, initial_ref[bh, :, cols])
 
 
-def _backward_kernel(transition_ref, start_ref, d_start_ref, d_final_ref, d_update_ref,
-                     d_transition_ref, d_initial_ref, *, num_chunks: int, block_v: int,
-                     interpret: bool):
-  """grid (B*H, V // BV): the adjoint recurrence, chunks in reverse, on one slab."""
+def _backward_kernel(*refs, num_chunks: int, block_v: int, interpret: bool,
+                     with_transition: bool):
+  """grid (B*H, V // BV): the adjoint recurrence, chunks in reverse, on one slab.
+
+  refs: transition, [start states,] d_start, d_final -> d_update (= L_{n+1} of chunk n),
+  [d_transition,] d_initial; the bracketed ones only `with_transition`.
+  """
+  if with_transition:
+    (transition_ref, start_ref, d_start_ref, d_final_ref, d_update_ref, d_transition_ref,
+     d_initial_ref) = refs
+  else:
+    transition_ref, d_start_ref, d_final_ref, d_update_ref, d_initial_ref = refs
   bh = pl.program_id(0)
   slab, cols = _slab(block_v)
 
   def chunk(i, adjoint):  # adjoint = L_{n+1}
     n = num_chunks - 1 - i
     d_update_ref[n, bh, :, cols] = adjoint
-    d_transition_ref[n, bh, slab, :, :] = _dot(adjoint, start_ref[n, bh, :, cols],
-                                               ((1,), (1,)), interpret)
+    if with_transition:
+      d_transition_ref[n, bh, slab, :, :] = _dot(adjoint, start_ref[n, bh, :, cols],
+                                                 ((1,), (1,)), interpret)
     back = _dot(transition_ref[n, bh, :, :], adjoint, ((0,), (0,)), interpret)
     return back + d_start_ref[n, bh, :, cols]
 
@@ -134,11 +143,30 @@ def _states_bwd(block_v, interpret, residuals, cotangents):
       (jax.ShapeDtypeStruct(start_states.shape, f32),
        jax.ShapeDtypeStruct((num_chunks, batch_heads, slabs, key_dim, key_dim), f32),
        jax.ShapeDtypeStruct(d_final.shape, f32)),
-      (batch_heads, slabs), interpret, num_chunks=num_chunks, block_v=block_v)
+      (batch_heads, slabs), interpret, num_chunks=num_chunks, block_v=block_v,
+      with_transition=True)
   return jnp.sum(d_transition, axis=2), d_update, d_initial
 
 
 _states.defvjp(_states_fwd, _states_bwd)
+
+
+def adjoint_states(transition: jax.Array, d_start: jax.Array, d_final: jax.Array, *,
+                   block_v: int, interpret: bool) -> tuple[jax.Array, jax.Array]:
+  """The adjoint recurrence alone: (L_{n+1} for n = 0..N-1 [N, BH, K, V], L_0 [BH, K, V]).
+
+  L_N = d_final, L_n = transition_n^T L_{n+1} + d_start_n: the gradient w.r.t. each chunk's
+  end state and w.r.t. the initial state, for backward passes that differentiate the
+  chunk-local math themselves. transition [N, BH, K, K], d_start [N, BH, K, V], d_final
+  [BH, K, V], float32; shapes as `chunk_states` checks them.
+  """
+  num_chunks, batch_heads, key_dim, value_dim = d_start.shape
+  f32 = jnp.float32
+  return _launch(
+      _backward_kernel, (transition, d_start.astype(f32), d_final.astype(f32)),
+      (jax.ShapeDtypeStruct(d_start.shape, f32), jax.ShapeDtypeStruct(d_final.shape, f32)),
+      (batch_heads, value_dim // block_v), interpret, num_chunks=num_chunks, block_v=block_v,
+      with_transition=False)
 
 
 def chunk_states(transition: jax.Array, update: jax.Array, initial_state: jax.Array, *,
@@ -183,4 +211,4 @@ def chunk_states(transition: jax.Array, update: jax.Array, initial_state: jax.Ar
           final_state.reshape(initial_state.shape))
 
 
-__all__ = ["MIN_DIM", "chunk_states", "default_block_v", "kernel_limits"]
+__all__ = ["MIN_DIM", "adjoint_states", "chunk_states", "default_block_v", "kernel_limits"]

@@ -37,10 +37,13 @@ def make_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
 
 
 def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
-              repeats, state_pass="scan", top_ops=0) -> dict[str, Any]:
+              repeats, state_pass="scan", pallas_backward="chunked", top_ops=0
+              ) -> dict[str, Any]:
   """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs).
 
-  `top_ops` > 0 adds the costliest device ops of each (a profiler trace; empty on CPU).
+  state_pass: of the chunked path ("chunked"). pallas_backward: `backward` of the Pallas
+  path ("pallas_gpu"). `top_ops` > 0 adds the costliest device ops of each (a profiler
+  trace; empty on CPU).
   """
   inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
                        value_dim=value_dim, dtype=jnp.dtype(dtype))
@@ -49,6 +52,10 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
     def op(*inputs):
       return gated_delta.gated_delta_rule_chunked(*inputs, chunk_size=chunk_size,
                                                   state_pass=state_pass)
+  elif resolved == "pallas_gpu":
+    def op(*inputs):
+      return gated_delta.gated_delta_rule_pallas(*inputs, chunk_size=chunk_size,
+                                                 backward=pallas_backward)
   else:
     def op(*inputs):
       return gated_delta.gated_delta_rule(*inputs, chunk_size=chunk_size, impl=resolved)
@@ -64,6 +71,7 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
   result = {
       "impl": resolved,
       "state_pass": state_pass if resolved == "chunked" else None,
+      "backward": pallas_backward if resolved == "pallas_gpu" else None,
       "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
       "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
       "fwd_ms": fwd["median_ms"],

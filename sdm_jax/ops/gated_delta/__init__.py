@@ -8,6 +8,7 @@ from __future__ import annotations
 from pallas_kernels.gated_delta import chunk_pallas
 from sdm_jax.ops import dispatch
 from sdm_jax.ops.precision import accumulation_dtype
+from sdm_jax.ops.gated_delta.chunk import PALLAS_BACKWARDS
 from sdm_jax.ops.gated_delta.chunk import STATE_PASSES
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_chunked
 from sdm_jax.ops.gated_delta.chunk import gated_delta_rule_pallas
@@ -79,6 +80,7 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
 
 __all__ = [
     "IMPLS",
+    "PALLAS_BACKWARDS",
     "STATE_PASSES",
     "gated_delta_rule",
     "gated_delta_rule_chunked",

@@ -42,6 +42,7 @@ from sdm_jax.ops.triangular import unit_lower_triangular_inverse
 
 
 STATE_PASSES = ("scan", "pallas")
+PALLAS_BACKWARDS = ("chunked", "pallas")
 
 
 def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
@@ -75,23 +76,31 @@ def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None
 
 
 def gated_delta_rule_pallas(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
-                            config: chunk_pallas.KernelConfig | None = None):
+                            config: chunk_pallas.KernelConfig | None = None,
+                            backward: str = "chunked"):
   """The gated delta rule by the chunk-local Pallas kernels; same contract as the reference.
 
   The forward is `chunk_pallas.gated_delta_rule` (preparation, state and output kernels;
-  interpret mode off GPU). Gradients are those of `gated_delta_rule_chunked(...,
-  state_pass="pallas")`, which also runs the forward under differentiation: training costs
-  what the chunked path costs, forward-only calls take the kernels.
+  interpret mode off GPU).
 
   Args:
     As `gated_delta_rule_chunked`; chunk_size, K and V powers of two >= 16 and float32
-    accumulation (`chunk_pallas.kernel_limits`). config: the kernels' tiling
-    (`chunk_pallas.KernelConfig`), default `chunk_pallas.default_config(V)`.
+    accumulation (`chunk_pallas.kernel_limits`).
+    config: the kernels' tiling (`chunk_pallas.KernelConfig`), default
+      `chunk_pallas.default_config(V)`.
+    backward: how gradients are found. "chunked": they are those of
+      `gated_delta_rule_chunked(..., state_pass="pallas")`, which then also runs the
+      forward: training costs what the chunked path costs, forward-only calls take the
+      kernels. "pallas": the backward kernels (start-state gradients, the reverse state
+      kernel, the chunk-local backward), the forward keeping X, the transitions and the
+      start states for them; not yet timed on a GPU, hence not the default.
 
   Raises:
     ValueError: naming the field or the kernels' limit.
   """
   validation.check_sequence_inputs(q, k, v, g, beta, initial_state)
+  if backward not in PALLAS_BACKWARDS:
+    raise ValueError(f"backward must be one of {PALLAS_BACKWARDS}, got {backward!r}")
   initial_state = naive.initial_state_or_zeros(q, k, v, g, beta, initial_state)
   reason = chunk_pallas.kernel_limits(key_dim=q.shape[-1], value_dim=v.shape[-1],
                                       chunk_size=chunk_size, dtype=initial_state.dtype)
@@ -99,13 +108,13 @@ def gated_delta_rule_pallas(q, k, v, g, beta, *, scale=None, initial_state=None,
     raise ValueError(f"the Pallas gated delta kernels cannot run these inputs: {reason}")
   return _pallas_jit(q, k, v, g, beta, initial_state,
                      scale=float(naive.default_scale(q.shape[-1], scale)),
-                     chunk_size=chunk_size, config=config)
+                     chunk_size=chunk_size, config=config, backward=backward)
 
 
-@functools.partial(jax.jit, static_argnames=("scale", "chunk_size", "config"))
-def _pallas_jit(q, k, v, g, beta, initial_state, *, scale, chunk_size, config):
-  twin = functools.partial(_chunked_jit, scale=scale, chunk_size=chunk_size,
-                           state_pass="pallas")
+@functools.partial(jax.jit, static_argnames=("scale", "chunk_size", "config", "backward"))
+def _pallas_jit(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, backward):
+  twin = (functools.partial(_chunked_jit, scale=scale, chunk_size=chunk_size,
+                            state_pass="pallas") if backward == "chunked" else None)
   return chunk_pallas.gated_delta_rule(q, k, v, g, beta, initial_state, scale=scale,
                                        chunk_size=chunk_size, twin=twin, config=config)
 

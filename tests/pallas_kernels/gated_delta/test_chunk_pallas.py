@@ -1,5 +1,5 @@
-"""The chunk-local gated delta kernels against the chunked XLA twin: outputs, final state,
-which kernels run forward and under differentiation, errors.
+"""The chunk-local gated delta kernels against the chunked XLA twin: outputs, final state and
+gradients, which kernels run forward and under differentiation, errors.
 
 On CPU the kernels run in interpret mode; the `gpu` test compiles them with Triton. The
 gradients through the public op (`impl="pallas"`) are checked in
@@ -47,36 +47,66 @@ def _relative_error(got, want):
   return np.abs(got - want).max() / np.abs(want).max()
 
 
+def _values_and_gradients(op, inputs, seed):
+  """op(*inputs) = (o, final state) and the gradients of a random linear function of both
+  w.r.t. all six inputs, in one jitted call."""
+  shapes = jax.eval_shape(op, *inputs)
+  rng = np.random.default_rng(seed)
+  cotangents = [jnp.asarray(rng.normal(size=x.shape), x.dtype) for x in shapes]
+
+  def run(*inputs):
+    outputs, vjp = jax.vjp(op, *inputs)
+    return outputs, vjp(tuple(cotangents))
+
+  return jax.jit(run)(*inputs)
+
+
+GRADIENT_NAMES = ("q", "k", "v", "g", "beta", "initial_state")
+
+
 @interpret_on_cpu
 @pytest.mark.parametrize("case", [
-    # T = 37: two full chunks and a padded one; two output slabs of 16 columns.
-    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16, block_v=16),
+    # T = 37: two full chunks and a padded one; two output slabs of 16 columns, two steps
+    # of the backward's column loop.
+    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
+         tiling=dict(block_v=16, backward_block_v=16)),
     # Two 16-row blocks per chunk: the inverse's block below the diagonal; bfloat16.
-    dict(shape=dict(seq_len=64, key_dim=16, value_dim=16), chunk=32, block_v=16,
+    dict(shape=dict(seq_len=64, key_dim=16, value_dim=16), chunk=32, tiling={},
          dtype=jnp.bfloat16),
     # g = -20 per token: exp(-G) would overflow, exp of in-chunk differences must not.
-    dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32, block_v=16,
+    dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32, tiling={},
          log_decay=-20.0),
 ])
 def test_kernels_match_the_chunked_twin(case):
+  """Outputs, final state and every gradient (the backward kernels) against the XLA twin."""
   dtype = case.get("dtype", jnp.float32)
-  *inputs, state = _inputs(0, batch=2, heads=2, dtype=dtype, log_decay=case.get("log_decay"),
-                           **case["shape"])
-  scale = 0.7
-  kernels = jax.jit(functools.partial(
-      chunk_pallas.forward, scale=scale, chunk_size=case["chunk"],
-      config=chunk_pallas.default_config(case["shape"]["value_dim"])._replace(
-          block_v=case["block_v"]), interpret=True))
-  o, final = kernels(*inputs, state)
-  o_twin, final_twin = gated_delta.gated_delta_rule_chunked(
-      *inputs, scale=scale, initial_state=state, chunk_size=case["chunk"])
+  inputs = _inputs(0, batch=1, heads=2, dtype=dtype, log_decay=case.get("log_decay"),
+                   **case["shape"])
+  scale, chunk = 0.7, case["chunk"]
+  config = chunk_pallas.default_config(case["shape"]["value_dim"])._replace(**case["tiling"])
+  kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=scale, chunk_size=chunk,
+                              config=config, interpret=True)
+  twin = lambda *x: gated_delta.gated_delta_rule_chunked(  # noqa: E731
+      *x[:5], scale=scale, initial_state=x[5], chunk_size=chunk)
+  (o, final), gradients = _values_and_gradients(kernels, inputs, 1)
+  (o_twin, final_twin), twin_gradients = _values_and_gradients(twin, inputs, 1)
   assert o.shape == o_twin.shape and o.dtype == dtype
   assert final.shape == final_twin.shape and final.dtype == jnp.float32
-  assert np.isfinite(np.asarray(o, np.float32)).all() and np.isfinite(final).all()
-  # bfloat16: o is rounded to bfloat16 (relative 2^-9) on both sides.
-  tolerance = 1e-5 if dtype == jnp.float32 else 4e-3
+  # bfloat16: o and the gradients of bfloat16 inputs are rounded to bfloat16 (2^-9).
+  tolerance = 1e-5 if dtype == jnp.float32 else 1e-2
   assert _relative_error(o, o_twin) < tolerance
   assert _relative_error(final, final_twin) < 1e-5
+  largest = max(np.abs(np.asarray(x, np.float32)).max() for x in twin_gradients)
+  for name, got, want in zip(GRADIENT_NAMES, gradients, twin_gradients):
+    assert got.shape == want.shape and got.dtype == want.dtype, name
+    assert np.isfinite(np.asarray(got, np.float32)).all(), name
+    if case.get("log_decay") and name == "g":
+      # Under decay exp(-20) per token, d g is a difference of terms that nearly cancel
+      # (|d g| ~ 1e-8 here): both sides are right to float32 rounding of those terms.
+      error = np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64)).max()
+      assert error < 1e-6 * largest, name
+    else:
+      assert _relative_error(got, want) < tolerance, name
 
 
 def _kernel_names(jaxpr, names=None):
@@ -95,7 +125,7 @@ def test_forward_runs_the_kernels_and_gradients_run_the_twin():
   state kernel forward and backward), so training costs what the chunked path costs."""
   q, k, v, g, beta, state = _inputs(1, batch=1, seq_len=32, heads=1, key_dim=16,
                                     value_dim=16)
-  op = functools.partial(gated_delta.gated_delta_rule, chunk_size=16, impl="pallas")
+  op = functools.partial(gated_delta.gated_delta_rule, chunk_size=16, impl="pallas")  # twin
   forward = jax.make_jaxpr(op)(q, k, v, g, beta, initial_state=state)
   assert _kernel_names(forward.jaxpr) == ["_prepare_kernel", "_forward_kernel",
                                           "_output_kernel"]
@@ -143,18 +173,23 @@ def test_rejects_float64_and_configs_that_do_not_tile_v():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32])
 def test_compiled_kernels_match_the_twin(dtype):
-  """Issue 16's head shape (K = 64, V = 128, C = 64); T not a multiple of C; every output
-  slab width the sweep may pick."""
-  *inputs, state = _inputs(4, batch=2, seq_len=1000, heads=3, key_dim=64, value_dim=128,
-                           dtype=dtype)
-  o_twin, final_twin = gated_delta.gated_delta_rule_chunked(
-      *inputs, initial_state=state, chunk_size=64, state_pass="pallas")
-  for config in (chunk_pallas.KernelConfig(), chunk_pallas.KernelConfig(
-      block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, num_stages=2)):
-    o, final = jax.jit(functools.partial(chunk_pallas.forward, scale=64**-0.5,
-                                         chunk_size=64, config=config))(*inputs, state)
+  """Issue 16's head shape (K = 64, V = 128, C = 64), T not a multiple of C: outputs, final
+  state and gradients (the backward kernels) of the compiled kernels, under the default
+  tiling and another, against the twin (tests run XLA's float32 matmuls at full precision,
+  tests/conftest.py)."""
+  inputs = _inputs(4, batch=2, seq_len=1000, heads=3, key_dim=64, value_dim=128, dtype=dtype)
+  twin = lambda *x: gated_delta.gated_delta_rule_chunked(  # noqa: E731
+      *x[:5], initial_state=x[5], chunk_size=64, state_pass="pallas")
+  (o_twin, final_twin), twin_gradients = _values_and_gradients(twin, inputs, 5)
+  tolerance = 1e-4 if dtype == jnp.float32 else 1e-2
+  for config in (chunk_pallas.default_config(128), chunk_pallas.KernelConfig(
+      block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, backward_block_v=32,
+      backward_warps=8, num_stages=2)):
+    kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
+                                chunk_size=64, config=config)
+    (o, final), gradients = _values_and_gradients(kernels, inputs, 5)
     assert o.dtype == dtype
-    # The twin's float32 matmuls run at the GPU's default (TF32) precision for bf16 inputs.
-    tolerance = 1e-4 if dtype == jnp.float32 else 1e-2
     assert _relative_error(o, o_twin) < tolerance, config
     assert _relative_error(final, final_twin) < tolerance, config
+    for name, got, want in zip(GRADIENT_NAMES, gradients, twin_gradients):
+      assert _relative_error(got, want) < tolerance, (name, config)

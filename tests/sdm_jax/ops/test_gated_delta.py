@@ -252,45 +252,31 @@ KERNEL_SHAPE = dict(batch=2, seq_len=37, heads=2, key_dim=16, value_dim=32)
 KERNEL_CHUNK = 16  # 37 tokens: two full chunks and a padded one.
 
 
-def kernel_loss(q, k, v, g, beta, state, cotangent, impl):
-  o, s = run_impl(impl, q, k, v, g, beta, state, KERNEL_CHUNK)
-  return (o * cotangent).sum() + s.sum()
-
-
-kernel_loss_gradients = jax.jit(jax.grad(kernel_loss, tuple(range(6))), static_argnames="impl")
-
-
-@pytest.mark.parametrize("strong_decay", [False, True])
-def test_pallas_matches_reference_and_chunked_gradients(strong_decay):
-  """impl="pallas" (the kernels; interpret mode on CPU): outputs and final state against
-  the reference, every gradient (initial state included) against the XLA chunked path."""
+@pytest.mark.parametrize("backward", gated_delta.PALLAS_BACKWARDS)
+def test_pallas_matches_reference_values_and_gradients(backward):
+  """impl="pallas" (the kernels; interpret mode on CPU): outputs, final state and every
+  gradient (initial state included) against the token-by-token reference, gradients by
+  either backward. Strong decay, bf16 and tilings: tests/pallas_kernels/gated_delta."""
   (q, k, v, g, beta), state = make_inputs(4, **KERNEL_SHAPE)
-  if strong_decay:
-    g = jnp.full(beta.shape, -20.0)
-  o_ref, s_ref = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="reference")
-  o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=KERNEL_CHUNK,
-                              impl="pallas")
+  cotangent = jnp.asarray(np.random.default_rng(5).normal(size=v.shape), jnp.float32)
+
+  def loss(impl, *args):
+    if impl == "pallas":
+      o, s = gated_delta.gated_delta_rule_pallas(*args[:5], initial_state=args[5],
+                                                 chunk_size=KERNEL_CHUNK, backward=backward)
+    else:
+      o, s = ops.gated_delta_rule(*args[:5], initial_state=args[5], impl=impl)
+    return (o * cotangent).sum() + s.sum(), (o, s)
+
+  args = (q, k, v, g, beta, state)
+  grad = jax.grad(loss, argnums=tuple(range(1, 7)), has_aux=True)
+  (grads, (o, s)), (grads_ref, (o_ref, s_ref)) = (jax.jit(grad, static_argnums=0)(impl, *args)
+                                                  for impl in ("pallas", "reference"))
   assert o.dtype == v.dtype and s.dtype == jnp.float32
   assert relative_error(o, o_ref) < 1e-5 and relative_error(s, s_ref) < 1e-5
-  cotangent = jnp.asarray(np.random.default_rng(5).normal(size=v.shape), jnp.float32)
-  args = (q, k, v, g, beta, state, cotangent)
-  for name, got, want in zip(("q", "k", "v", "g", "beta", "initial_state"),
-                             kernel_loss_gradients(*args, impl="pallas"),
-                             kernel_loss_gradients(*args, impl="scan")):
+  for name, got, want in zip(("q", "k", "v", "g", "beta", "initial_state"), grads, grads_ref):
     assert np.isfinite(got).all() and np.abs(got).max() > 0, name
     assert relative_error(got, want) < 1e-5, name
-
-
-def test_pallas_bfloat16_inputs():
-  """bf16 inputs through the kernels: o in bf16 close to the XLA path on the same inputs."""
-  (q, k, v, g, beta), state = make_inputs(6, **KERNEL_SHAPE, dtype=jnp.bfloat16)
-  state = state.astype(jnp.float32)
-  o, s = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=KERNEL_CHUNK,
-                              impl="pallas")
-  o_xla, s_xla = ops.gated_delta_rule(q, k, v, g, beta, initial_state=state,
-                                      chunk_size=KERNEL_CHUNK, impl="chunked")
-  assert o.dtype == jnp.bfloat16 and s.dtype == jnp.float32
-  assert relative_error(o, o_xla) < 4e-3 and relative_error(s, s_xla) < 1e-5
 
 
 def test_pallas_rejects_inputs_the_kernels_cannot_take(inputs):
