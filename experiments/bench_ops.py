@@ -42,8 +42,9 @@ _GDN_STATE_PASS = flags.DEFINE_enum(
     "state kernel).")
 _GDN_BACKWARD = flags.DEFINE_enum(
     "gdn_backward", "chunked", list(gated_delta.PALLAS_BACKWARDS),
-    "With --impl=pallas (or auto on a GPU): how the GDN Pallas path finds gradients (through "
-    "the chunked XLA path, or the backward kernels).")
+    "With --impl=pallas (or auto on a GPU), and for gdn_tiling: how the GDN Pallas path finds "
+    "gradients (through the chunked XLA path, or the backward kernels; gdn_tiling times "
+    "fwd+bwd only for the latter).")
 
 _SDM_ERROR = flags.DEFINE_enum("sdm_error", "shared", ["shared", "per_slot"],
                                "Error form of the sparse delta rule (SDM).")
@@ -86,7 +87,8 @@ def _gdn_tiling_from_flags() -> dict[str, Any]:
   return gdn_benchmarks.benchmark_tilings(
       tilings=_TILINGS.value, batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
       key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value, chunk_size=_CHUNK.value,
-      dtype=_DTYPE.value, warmup=_WARMUP.value, repeats=_REPEATS.value)
+      dtype=_DTYPE.value, pallas_backward=_GDN_BACKWARD.value, warmup=_WARMUP.value,
+      repeats=_REPEATS.value)
 
 
 BENCHMARKS["gdn_tiling"] = _gdn_tiling_from_flags

@@ -1,4 +1,4 @@
-"""The chunked gated delta rule's forward as Pallas kernels (Triton on GPU; KERNELS.md 4, "GDN").
+"""The chunked gated delta rule as Pallas kernels (Triton on GPU; KERNELS.md 4, "GDN").
 
 The math is `sdm_jax.ops.gated_delta.chunk` (its docstring derives it): per chunk of C tokens,
 with G the cumulative log decay inside the chunk,
@@ -8,8 +8,8 @@ with G the cumulative log decay inside the chunk,
   transition = exp(G_C) I - K~^T w,   update = K~^T u,
   O = P (u - w S0) + diag(exp(G)) scale Q S0,   P[t, i] = exp(G_t - G_i) scale q_t . k_i (i <= t).
 
-Three launches, reading q, k, v, g, beta where they lie ([B, T, H, ...], time-major; T is
-padded to a multiple of C only when it is not one already):
+Forward, three launches reading q, k, v, g, beta where they lie ([B, T, H, ...],
+time-major; T is padded to a multiple of C only when it is not one already):
 
 1. `_prepare_kernel`, grid (B*H, N): A, X, transition and update of one chunk, all float32.
    X is built from 16 x 16 blocks (Triton has no triangular solve): each diagonal block by
@@ -20,16 +20,20 @@ padded to a multiple of C only when it is not one already):
 3. `_output_kernel`, grid (V / BV, B*H, N): O for one chunk and one slab of BV value columns,
    written straight into o [B, T, H, V] in v's dtype.
 
+Backward (with the forward's X, transitions and start states), three launches again:
+`_start_gradient_kernel` (d O / d S0 of each chunk), `state_pallas.adjoint_states` (the
+reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backward_kernel`
+(d q, d k, d v, d g, d beta of each chunk, written time-major in the inputs' dtypes).
+
 Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
 XLA twin does; every other matmul is float32 (TF32x3 on the GPU, full precision in
 interpret mode). Decays are exp of differences inside one chunk, masked before the exp, so
 strong decays underflow to 0 and never overflow.
 
-Autodiff: `gated_delta_rule` is a `custom_vjp` whose forward rule runs a differentiable twin
-given by the caller (the chunked XLA path) under `jax.vjp` and keeps its VJP function as
-the residual. So gradients cost what the twin's cost, while calls that only run the forward
-(evaluation, prefill) take the kernels. Backward kernels are the next step.
-"""
+Autodiff: `gated_delta_rule` is a `custom_vjp`. Given a differentiable `twin` (the chunked
+XLA path), its forward rule runs the twin under `jax.vjp` and keeps the twin's VJP function
+as the residual: gradients cost what the twin's cost, calls that only run the forward
+(evaluation, prefill) take the kernels. Without a twin, the backward kernels run."""
 
 from __future__ import annotations
 
@@ -51,33 +55,38 @@ BLOCK_T = 16  # rows of the triangular inverse's blocks
 
 
 class KernelConfig(NamedTuple):
-  """Tiling of the three launches (block widths powers of two >= 16 dividing V)."""
-  block_v: int = 128         # value columns per program of the output kernel
+  """Tiling of the launches (block widths powers of two >= 16 dividing V)."""
+  block_v: int = 64          # value columns per program of the output kernel
   state_block_v: int = 32    # value columns per program of the state kernel
+  prepare_block_v: int = 32  # value columns per step of the preparation kernel's update loop
   prepare_warps: int = 4
   output_warps: int = 4      # also of the backward's start-state gradient kernel
-  backward_block_v: int = 64  # value columns per step of the chunk backward kernel's loop
-  backward_warps: int = 4
+  backward_block_v: int = 32  # value columns per step of the chunk backward kernel's loop
+  backward_warps: int = 8
   num_stages: int = 1        # of the chunk-local kernels
+  f32_dot_passes: int = 3    # float32 matmuls of the chunk-local kernels: 3 TF32x3, 1 TF32
 
 
 def default_config(value_dim: int) -> KernelConfig:
-  """The output kernel takes up to 128 value columns per program (q, k and X are loaded
-  once per program); the state kernel its own default (`state_pallas.default_block_v`)."""
-  return KernelConfig(block_v=min(value_dim, 128),
+  """`KernelConfig()` with every block width at most V (the state kernel's own default,
+  `state_pallas.default_block_v`). The defaults are the ones Triton 3.6 compiles for sm_90
+  with the fewest register spills at K = 64, V = 128, C = 64 (ptxas -v; not yet timed)."""
+  return KernelConfig(block_v=min(value_dim, 64),
                       state_block_v=state_pallas.default_block_v(value_dim),
-                      backward_block_v=min(value_dim, 64))
+                      prepare_block_v=min(value_dim, 32), backward_block_v=min(value_dim, 32))
 
 
 def config_limits(config: KernelConfig, value_dim: int) -> str | None:
   """Why `config` cannot tile V = value_dim, or None if it can."""
-  for name in ("block_v", "state_block_v", "backward_block_v"):
+  for name in ("block_v", "state_block_v", "prepare_block_v", "backward_block_v"):
     width = getattr(config, name)
     if not _power_of_two(width) or value_dim % width:
       return f"{name} must be a power of two >= {MIN_DIM} dividing V={value_dim}, got {width}"
   for name in ("prepare_warps", "output_warps", "backward_warps"):
     if getattr(config, name) not in (1, 2, 4, 8, 16):
       return f"{name} must be 1, 2, 4, 8 or 16, got {getattr(config, name)}"
+  if config.f32_dot_passes not in (1, 3):
+    return f"f32_dot_passes must be 1 (TF32) or 3 (TF32x3), got {config.f32_dot_passes}"
   if config.num_stages < 1:
     return f"num_stages must be >= 1, got {config.num_stages}"
   return None
@@ -97,12 +106,16 @@ def kernel_limits(*, key_dim: int, value_dim: int, chunk_size: int, dtype) -> st
   return None
 
 
-def _precision(dtype, interpret: bool):
-  """Matmul precision for operands of `dtype`: tensor-core default for 16-bit inputs,
-  float32-exact (TF32x3 on the GPU) for float32."""
+def _precision(dtype, interpret: bool, f32_passes: int):
+  """Matmul precision for operands of `dtype`: tensor-core default for 16-bit inputs; for
+  float32 TF32x3 (about float32) or, with f32_passes=1, one TF32 pass; full precision in
+  interpret mode."""
   if jnp.dtype(dtype).itemsize < 4:
     return lax.Precision.DEFAULT
-  return lax.Precision.HIGHEST if interpret else lax.DotAlgorithmPreset.TF32_TF32_F32_X3
+  if interpret:
+    return lax.Precision.HIGHEST
+  return (lax.DotAlgorithmPreset.TF32_TF32_F32_X3 if f32_passes == 3
+          else lax.DotAlgorithmPreset.TF32_TF32_F32)
 
 
 def _dot(a, b, precision, *, transpose_a=False, transpose_b=False):
@@ -148,7 +161,7 @@ def _invert_diagonal_blocks(blocks):
 
 
 def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, inverse_ref, *,
-                    interpret: bool):
+                    block_v: int, interpret: bool, f32_passes: int):
   """One chunk of one sequence x head: transition [K, K], update [K, V], X [C, C].
 
   k_ref [C, K], v_ref [C, V], g_ref, beta_ref [C] (inputs' dtype); outputs float32.
@@ -157,8 +170,8 @@ def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, i
   value_dim = v_ref.shape[-1]
   num_blocks = chunk // BLOCK_T
   f32 = jnp.float32
-  input_precision = _precision(k_ref.dtype, interpret)
-  f32_precision = _precision(f32, interpret)
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  f32_precision = _precision(f32, interpret, f32_passes)
   rows = [pl.ds(b * BLOCK_T, BLOCK_T) for b in range(num_blocks)]
 
   keys = [k_ref[r, :] for r in rows]
@@ -195,30 +208,41 @@ def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, i
 
   eye = (_iota((key_dim, key_dim), 0) == _iota((key_dim, key_dim), 1)).astype(f32)
   transition = jnp.exp(g_last) * eye
-  update = jnp.zeros((key_dim, value_dim), f32)
+  keys_to_end = [jnp.exp(g_last - cumulative[b])[:, None] * keys[b].astype(f32)
+                 for b in range(num_blocks)]
   scaled_keys = [(betas[j] * jnp.exp(cumulative[j]))[:, None] * keys[j].astype(f32)
                  for j in range(num_blocks)]
   for b in range(num_blocks):
     w = sum(_dot(x[b][j], scaled_keys[j], f32_precision) for j in range(b + 1))
-    u = sum(_dot(x[b][j], betas[j][:, None] * v_ref[rows[j], :].astype(f32), f32_precision)
-            for j in range(b + 1))
-    keys_to_end = jnp.exp(g_last - cumulative[b])[:, None] * keys[b].astype(f32)
-    transition -= _dot(keys_to_end, w, f32_precision, transpose_a=True)
-    update += _dot(keys_to_end, u, f32_precision, transpose_a=True)
+    transition -= _dot(keys_to_end[b], w, f32_precision, transpose_a=True)
   transition_ref[...] = transition
-  update_ref[...] = update
+
+  # update = K~^T X diag(beta) V, a slab of block_v value columns at a time: a [K, V]
+  # accumulator would not fit in registers beside X.
+  def update_slab(slab, carry):
+    cols = pl.ds(pl.multiple_of(slab * block_v, block_v), block_v)
+    scaled_values = [betas[j][:, None] * v_ref[rows[j], cols].astype(f32)
+                     for j in range(num_blocks)]
+    update = jnp.zeros((key_dim, block_v), f32)
+    for b in range(num_blocks):
+      u = sum(_dot(x[b][j], scaled_values[j], f32_precision) for j in range(b + 1))
+      update += _dot(keys_to_end[b], u, f32_precision, transpose_a=True)
+    update_ref[:, cols] = update
+    return carry
+
+  lax.fori_loop(0, value_dim // block_v, update_slab, 0)
 
 
 def _output_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref, o_ref, *,
-                   scale: float, interpret: bool):
+                   scale: float, interpret: bool, f32_passes: int):
   """O of one chunk for one slab of value columns.
 
   q_ref, k_ref [C, K], v_ref [C, BV], g_ref, beta_ref [C] (inputs' dtype); inverse_ref X
   [C, C] and start_ref S0 [K, BV] float32; o_ref [C, BV] in v's dtype.
   """
   f32 = jnp.float32
-  input_precision = _precision(k_ref.dtype, interpret)
-  f32_precision = _precision(f32, interpret)
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  f32_precision = _precision(f32, interpret, f32_passes)
   keys = k_ref[...]
   queries = q_ref[...]
   beta = beta_ref[...].astype(f32)
@@ -237,12 +261,12 @@ def _output_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
 
 
 def _start_gradient_kernel(q_ref, k_ref, g_ref, beta_ref, inverse_ref, do_ref, d_start_ref,
-                           *, scale: float, interpret: bool):
+                           *, scale: float, interpret: bool, f32_passes: int):
   """The gradient of one chunk's outputs w.r.t. its start state, for one value slab:
   d_start = (diag(exp G) scale Q)^T dO - w^T P^T dO  [K, BV] (o = P (u - w S0) + ...)."""
   f32 = jnp.float32
-  input_precision = _precision(k_ref.dtype, interpret)
-  f32_precision = _precision(f32, interpret)
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  f32_precision = _precision(f32, interpret, f32_passes)
   keys, queries = k_ref[...], q_ref[...]
   beta = beta_ref[...].astype(f32)
   cumulative = jnp.cumsum(g_ref[...].astype(f32))
@@ -259,7 +283,7 @@ def _start_gradient_kernel(q_ref, k_ref, g_ref, beta_ref, inverse_ref, do_ref, d
 
 def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
                            do_ref, adjoint_ref, dq_ref, dk_ref, dv_ref, dg_ref, dbeta_ref, *,
-                           scale: float, block_v: int, interpret: bool):
+                           scale: float, block_v: int, interpret: bool, f32_passes: int):
   """Gradients w.r.t. q, k, v, g, beta of one chunk, given dO and the adjoint dS1 of its end
   state (S1 = exp(G_C) S0 + K~^T U).
 
@@ -274,71 +298,75 @@ def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, st
   chunk, key_dim = k_ref.shape
   value_dim = v_ref.shape[-1]
   f32 = jnp.float32
-  input_precision = _precision(k_ref.dtype, interpret)
-  precision = _precision(f32, interpret)
-  keys, queries = k_ref[...], q_ref[...]
-  keys_f32, queries_f32 = keys.astype(f32), queries.astype(f32)
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  precision = _precision(f32, interpret, f32_passes)
+  # Registers are the limit: the column loop keeps only P and the accumulators live; X and
+  # k are reloaded in each step (from cache), and what only the tail needs is computed
+  # after the loop from fresh loads.
   beta = beta_ref[...].astype(f32)
   cumulative = jnp.cumsum(g_ref[...].astype(f32))
   g_last = jnp.sum(g_ref[...].astype(f32))
   to_start = jnp.exp(cumulative)            # exp(G_t)
   to_end = jnp.exp(g_last - cumulative)     # exp(G_C - G_t)
-  causal = _decays(cumulative, cumulative, "causal")
-  strict = _decays(cumulative, cumulative, "strict")
-  scores = scale * causal * _dot(queries, keys, input_precision, transpose_b=True)  # P
-  key_products = _dot(keys, keys, input_precision, transpose_b=True)
-  a = beta[:, None] * strict * key_products
-  inverse = inverse_ref[...]
-  keys_to_end = to_end[:, None] * keys_f32                       # K~
-  queries_to_start = (scale * to_start)[:, None] * queries_f32   # Q~
+  scores = (scale * _decays(cumulative, cumulative, "causal")                     # P
+            * _dot(q_ref[...], k_ref[...], input_precision, transpose_b=True))
 
   def slab(s, carry):
-    (d_scores, d_a, d_queries_to_start, d_keys_to_end, d_keys, d_beta, d_cumulative,
+    (d_scores, d_a, d_queries_to_start, d_keys, d_beta, d_cumulative, through_keys_to_end,
      start_dot_adjoint) = carry
     cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
     start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
     d_o = do_ref[:, cols].astype(f32)
-    keys_start = _dot(keys_f32, start, precision)                       # K S0
+    keys_to_end = to_end[:, None] * k_ref[...].astype(f32)             # K~
+    inverse = inverse_ref[...]
+    keys_start = _dot(k_ref[...].astype(f32), start, precision)         # K S0
     residual = v_ref[:, cols].astype(f32) - to_start[:, None] * keys_start
     written = _dot(inverse, beta[:, None] * residual, precision)        # U
     d_written = (_dot(scores, d_o, precision, transpose_a=True)
                  + _dot(keys_to_end, adjoint, precision))
     d_r = _dot(inverse, d_written, precision, transpose_a=True)        # dR
     dv_ref[:, cols] = (beta[:, None] * d_r).astype(dv_ref.dtype)
+    d_keys_to_end = _dot(written, adjoint, precision, transpose_b=True)
     return (d_scores + _dot(d_o, written, precision, transpose_b=True),
             d_a - _dot(d_r, written, precision, transpose_b=True),
             d_queries_to_start + _dot(d_o, start, precision, transpose_b=True),
-            d_keys_to_end + _dot(written, adjoint, precision, transpose_b=True),
-            d_keys - (beta * to_start)[:, None] * _dot(d_r, start, precision,
-                                                       transpose_b=True),
+            d_keys + to_end[:, None] * d_keys_to_end
+            - (beta * to_start)[:, None] * _dot(d_r, start, precision, transpose_b=True),
             d_beta + jnp.sum(d_r * residual, axis=1),
             d_cumulative - beta * to_start * jnp.sum(d_r * keys_start, axis=1),
+            through_keys_to_end + jnp.sum(d_keys_to_end * keys_to_end, axis=1),
             start_dot_adjoint + jnp.sum(start * adjoint))
 
   square = jnp.zeros((chunk, chunk), f32)
   by_key = jnp.zeros((chunk, key_dim), f32)
   by_token = jnp.zeros((chunk,), f32)
-  (d_scores, d_a, d_queries_to_start, d_keys_to_end, d_keys, d_beta, d_cumulative,
+  (d_scores, d_a, d_queries_to_start, d_keys, d_beta, d_cumulative, through_keys_to_end,
    start_dot_adjoint) = lax.fori_loop(
        0, value_dim // block_v, slab,
-       (square, square, by_key, by_key, by_key, by_token, by_token, jnp.zeros((), f32)))
+       (square, square, by_key, by_key, by_token, by_token, by_token, jnp.zeros((), f32)))
 
-  # Through P = scale causal * q k^T and A = beta strict * k k^T (d_a is used where A is).
-  d_qk = scale * causal * d_scores
+  # The tail, ordered so that each [C, C] array dies soon after it is made. Decays: P and A
+  # depend on G_t - G_i, Q~ on G_t, K~ on G_C - G_t, S1 on G_C.
+  keys, queries = k_ref[...], q_ref[...]
+  keys_f32, queries_f32 = keys.astype(f32), queries.astype(f32)
+  # Through P = scale causal * q k^T.
+  d_qk = scale * _decays(cumulative, cumulative, "causal") * d_scores
+  through_scores = d_scores * scores
+  d_cumulative += jnp.sum(through_scores, axis=1) - jnp.sum(through_scores, axis=0)
+  d_q = _dot(d_qk, keys_f32, precision) + (scale * to_start)[:, None] * d_queries_to_start
+  d_keys += _dot(d_qk, queries_f32, precision, transpose_a=True)
+  d_cumulative += jnp.sum(d_queries_to_start * (scale * to_start)[:, None] * queries_f32,
+                          axis=1)
+  # Through A = beta strict * k k^T (d_a is used where A is).
+  strict = _decays(cumulative, cumulative, "strict")
+  strict_products = strict * _dot(keys, keys, input_precision, transpose_b=True)
+  d_beta += jnp.sum(strict_products * d_a, axis=1)
+  through_a = beta[:, None] * d_a * strict_products
+  d_cumulative += jnp.sum(through_a, axis=1) - jnp.sum(through_a, axis=0)
   d_kk = beta[:, None] * strict * d_a
-  d_q = (_dot(d_qk, keys_f32, precision)
-         + (scale * to_start)[:, None] * d_queries_to_start)
-  d_keys += (_dot(d_qk, queries_f32, precision, transpose_a=True)
-             + _dot(d_kk, keys_f32, precision) + _dot(d_kk, keys_f32, precision, transpose_a=True)
-             + to_end[:, None] * d_keys_to_end)
-  d_beta += jnp.sum(strict * key_products * d_a, axis=1)
-  # Decays: each of P, A depends on G_t - G_i; Q~ on G_t; K~ on G_C - G_t; S1 on G_C.
-  through_scores, through_a = d_scores * scores, d_a * a
-  through_keys_to_end = jnp.sum(d_keys_to_end * keys_to_end, axis=1)
-  d_cumulative += (jnp.sum(through_scores + through_a, axis=1)
-                   - jnp.sum(through_scores + through_a, axis=0)
-                   + jnp.sum(d_queries_to_start * queries_to_start, axis=1)
-                   - through_keys_to_end)
+  d_keys += (_dot(d_kk, keys_f32, precision)
+             + _dot(d_kk, keys_f32, precision, transpose_a=True))
+  d_cumulative -= through_keys_to_end
   d_last = jnp.exp(g_last) * start_dot_adjoint + jnp.sum(through_keys_to_end)
   # g_i enters every G_t with t >= i, and G_C.
   row, col = _iota((chunk, chunk), 0), _iota((chunk, chunk), 1)
@@ -399,7 +427,8 @@ def _slab_grid(slab, bh, n):
 def _call(kernel, grid, in_specs, out_specs, out_shape, warps: int,
           config: KernelConfig, interpret: bool, **params):
   return pl.pallas_call(
-      functools.partial(kernel, interpret=interpret, **params), grid=grid,
+      functools.partial(kernel, interpret=interpret, f32_passes=config.f32_dot_passes,
+                        **params), grid=grid,
       in_specs=in_specs, out_specs=out_specs, out_shape=out_shape, interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=warps, num_stages=config.num_stages))
 
@@ -434,7 +463,7 @@ def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, inte
        _per_chunk((c, c), _chunk_grid)],
       [jax.ShapeDtypeStruct((n, bh, kd, kd), f32), jax.ShapeDtypeStruct((n, bh, kd, vd), f32),
        jax.ShapeDtypeStruct((n, bh, c, c), f32)],
-      config.prepare_warps, config, interpret)(k, v, g, beta)
+      config.prepare_warps, config, interpret, block_v=config.prepare_block_v)(k, v, g, beta)
   start_states, final_state = state_pallas.chunk_states(
       transition, update, initial_state.reshape(bh, kd, vd).astype(f32),
       block_v=config.state_block_v, interpret=interpret)

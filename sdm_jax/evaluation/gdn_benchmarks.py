@@ -90,11 +90,14 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
 
 def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: int,
                       key_dim: int, value_dim: int, chunk_size: int, dtype: str,
-                      warmup: int = 2, repeats: int = 10) -> dict[str, Any]:
-  """Median ms of the Pallas forward (`gated_delta_rule_pallas`) for each tiling ("default"
-  or "field=int;..." over `chunk_pallas.KernelConfig`), with each result's largest
+                      pallas_backward: str = "chunked", warmup: int = 2,
+                      repeats: int = 10) -> dict[str, Any]:
+  """Median ms of the Pallas path (`gated_delta_rule_pallas`) for each tiling ("default" or
+  "field=int;..." over `chunk_pallas.KernelConfig`): the forward, and with
+  pallas_backward="pallas" the forward+backward by the backward kernels too (with the
+  chunked backward, gradients do not depend on the tiling). Each result has its largest
   difference in o and the final state from the first tiling's (relative to its largest
-  entry). Gradients do not depend on the tiling (they are the chunked path's)."""
+  entry)."""
   inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
                        value_dim=value_dim, dtype=jnp.dtype(dtype))
   results, first = [], None
@@ -103,15 +106,23 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
     reason = chunk_pallas.config_limits(config, value_dim)
     if reason:
       raise ValueError(f"tiling {spec!r}: {reason}")
-    forward = jax.jit(functools.partial(gated_delta.gated_delta_rule_pallas,
-                                        chunk_size=chunk_size, config=config))
+    op = functools.partial(gated_delta.gated_delta_rule_pallas, chunk_size=chunk_size,
+                           config=config, backward=pallas_backward)
+    forward = jax.jit(op)
     outputs = [x.astype(jnp.float32) for x in forward(*inputs)]
     first = first or outputs
     difference = max(float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-30))
                      for a, b in zip(outputs, first))
     measured = timing.time_call(lambda: forward(*inputs), warmup=warmup, repeats=repeats)
-    results.append({"tiling": spec, **config._asdict(), "fwd_ms": measured["median_ms"],
-                    "fwd_min_ms": measured["min_ms"], "max_rel_difference": difference})
+    result = {"tiling": spec, **config._asdict(), "fwd_ms": measured["median_ms"],
+              "fwd_min_ms": measured["min_ms"], "max_rel_difference": difference}
+    if pallas_backward == "pallas":
+      forward_backward = jax.jit(jax.value_and_grad(
+          lambda *x, op=op: op(*x)[0].astype(jnp.float32).sum(), argnums=tuple(range(5))))
+      measured = timing.time_call(lambda: forward_backward(*inputs), warmup=warmup,
+                                  repeats=repeats)
+      result.update(fwd_bwd_ms=measured["median_ms"], fwd_bwd_min_ms=measured["min_ms"])
+    results.append(result)
   return {"batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
           "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
-          "results": results}
+          "backward": pallas_backward, "results": results}

@@ -35,12 +35,14 @@ def test_gdn_inputs_follow_the_layer_conventions():
 def test_tiling_benchmark_times_the_pallas_forward_per_tiling():
   result = gdn_benchmarks.benchmark_tilings(
       tilings=["default", "block_v=16;state_block_v=16;output_warps=8"], batch=1, seq_len=16,
-      heads=1, key_dim=16, value_dim=32, chunk_size=16, dtype="float32", warmup=0, repeats=1)
+      heads=1, key_dim=16, value_dim=32, chunk_size=16, dtype="float32", warmup=0, repeats=1,
+      pallas_backward="pallas")
   first, second = result["results"]
   assert (first["block_v"], first["state_block_v"], first["output_warps"]) == (32, 32, 4)
   assert (second["block_v"], second["state_block_v"], second["output_warps"]) == (16, 16, 8)
   assert first["max_rel_difference"] == 0 and second["max_rel_difference"] < 1e-5
   assert first["fwd_ms"] > 0 and second["fwd_ms"] > 0
+  assert first["fwd_bwd_ms"] > 0 and second["fwd_bwd_ms"] > 0
   with pytest.raises(ValueError, match="block_v must be a power of two"):
     gdn_benchmarks.benchmark_tilings(tilings=["block_v=64"], batch=1, seq_len=16, heads=1,
                                      key_dim=16, value_dim=32, chunk_size=16,
