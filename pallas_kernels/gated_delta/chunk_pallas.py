@@ -26,8 +26,8 @@ reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backwar
 (d q, d k, d v, d g, d beta of each chunk, written time-major in the inputs' dtypes).
 
 Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
-XLA twin does; every other matmul is float32 (TF32x3 on the GPU, full precision in
-interpret mode). Decays are exp of differences inside one chunk, masked before the exp, so
+XLA twin does; every other matmul is float32 (TF32x3 on the GPU, or one TF32 pass with
+`KernelConfig.f32_dot_passes=1`; full precision in interpret mode). Decays are exp of differences inside one chunk, masked before the exp, so
 strong decays underflow to 0 and never overflow.
 
 Autodiff: `gated_delta_rule` is a `custom_vjp`. Given a differentiable `twin` (the chunked
@@ -58,7 +58,7 @@ class KernelConfig(NamedTuple):
   """Tiling of the launches (block widths powers of two >= 16 dividing V)."""
   block_v: int = 64          # value columns per program of the output kernel
   state_block_v: int = 32    # value columns per program of the state kernel
-  prepare_block_v: int = 32  # value columns per step of the preparation kernel's update loop
+  prepare_block_v: int = 16  # value columns per step of the preparation kernel's update loop
   prepare_warps: int = 4
   output_warps: int = 4      # also of the backward's start-state gradient kernel
   backward_block_v: int = 32  # value columns per step of the chunk backward kernel's loop
@@ -73,7 +73,7 @@ def default_config(value_dim: int) -> KernelConfig:
   with the fewest register spills at K = 64, V = 128, C = 64 (ptxas -v; not yet timed)."""
   return KernelConfig(block_v=min(value_dim, 64),
                       state_block_v=state_pallas.default_block_v(value_dim),
-                      prepare_block_v=min(value_dim, 32), backward_block_v=min(value_dim, 32))
+                      prepare_block_v=16, backward_block_v=min(value_dim, 32))
 
 
 def config_limits(config: KernelConfig, value_dim: int) -> str | None:
