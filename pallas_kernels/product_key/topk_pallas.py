@@ -1,15 +1,30 @@
 """Product-key top-k as a Pallas kernel (Triton on GPU; KERNELS.md 4).
 
 Neither Triton nor Mosaic lowers a sort or `top_k`, so the kernel selects by rounds of
-max-and-mask, one row of scores per program:
+max-and-mask, `KernelConfig.block_rows` rows of scores per program (each reduction runs
+along the row axis for all of them at once):
 
 1. per half, k' = min(k, S) rounds: the largest untaken score, the lowest index among
-   equal ones, recorded and taken; the pick of round r goes straight to the candidates
-   whose rank in this half is r (no gathers from registers);
+   equal ones, taken; the pick of round r goes straight to the candidates whose rank in
+   this half is r (no gathers from registers). `half_select` says how a round finds it:
+   "scan" reduces over the whole half; "groups" keeps the best untaken entry of each group
+   of `group_size` entries, reduces over those group bests and reloads (from memory) only
+   the winner's group to find its next best, so a round touches S / group_size +
+   group_size entries instead of S;
 2. the pair grid pruned to ranks (i + 1)(j + 1) <= k: pair (i, j) is beaten by every pair
    of lower or equal ranks in both halves, (i + 1)(j + 1) - 1 of them, so only those can be
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2);
 3. k rounds of max-and-mask over the candidates' sums, the lowest slot id among equal sums.
+
+Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
+simply the smallest int32, below every score (-inf included). A round's pick is the
+largest key and the lowest id among equal keys: two reductions (`pick="max_min"`: the
+max, then the min id among equals) or, where lanes are in id order (a half; a group),
+one (`pick="argmax"`: Triton's argmax keeps the first maximal lane). Picks are recorded as
+ids; their scores are reloaded from memory at the end, so sums and logits are formed from
+the same float32 values as the XLA twin. A single int64 key (score, id) would make every
+round one plain max, but JAX without 64-bit mode (its default) has no int64 inside a
+kernel.
 
 The pruned candidates are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
@@ -19,8 +34,10 @@ Scores must not be NaN.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
+from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
@@ -31,90 +48,216 @@ from pallas_kernels.blocks import next_power_of_two
 from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent
 
 _NO_ID = np.iinfo(np.int32).max
+_TAKEN = np.iinfo(np.int32).min  # the key of a taken (or padding) entry
+
+HALF_SELECTS = ("scan", "groups")
+PICKS = ("max_min", "argmax")
 
 
-def _max_and_mask(values, ids, taken, rounds: int, targets):
-  """`rounds` times: the largest untaken value (lowest id among equals), recorded and taken.
-
-  values [X] float32, ids [X] int32 (distinct among untaken entries), taken [X] bool;
-  targets [Y] int32 ranks. Returns (values [Y], ids [Y]): lane y holds the targets[y]-th
-  pick (0 = best); lanes whose rank is never picked (negative or >= rounds) hold -inf and
-  _NO_ID. Writing picks straight to their lanes avoids gathering from registers later.
-  """
-  def body(r, carry):
-    taken, out_values, out_ids = carry
-    best = jnp.max(jnp.where(taken, -jnp.inf, values))
-    pick = jnp.min(jnp.where(jnp.logical_not(taken) & (values == best), ids, _NO_ID))
-    taken = taken | (ids == pick)
-    out_values = jnp.where(targets == r, best, out_values)
-    out_ids = jnp.where(targets == r, pick, out_ids)
-    return taken, out_values, out_ids
-
-  init = (taken, jnp.full(targets.shape, -jnp.inf, jnp.float32),
-          jnp.full(targets.shape, _NO_ID, jnp.int32))
-  _, out_values, out_ids = jax.lax.fori_loop(0, rounds, body, init)
-  return out_values, out_ids
+class KernelConfig(NamedTuple):
+  """Tiling of the GPU kernel and how its rounds pick (sizes are powers of two)."""
+  block_rows: int = 1         # rows of scores per program
+  num_warps: int = 1
+  half_select: str = "scan"   # "scan" | "groups" (module docstring, step 1)
+  group_size: int = 32        # "groups": entries per group of a half
+  pick: str = "max_min"       # "max_min" | "argmax": how a half's round finds its pick
 
 
-def _kernel(scores_ref, pairs_ref, idx_ref, logits_ref, *, sub_keys: int, k: int,
-            per_half: int):
-  row = pl.program_id(0)
+def check_config(config: KernelConfig) -> None:
+  """Raises ValueError naming the first field of `config` the kernel cannot take."""
+  for name in ("block_rows", "num_warps", "group_size"):
+    value = getattr(config, name)
+    if not isinstance(value, int) or value < 1 or value & (value - 1):
+      raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
+  if config.num_warps > 32:
+    raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")
+  if config.half_select not in HALF_SELECTS:
+    raise ValueError(f"KernelConfig.half_select must be one of {HALF_SELECTS}, got "
+                     f"{config.half_select!r}")
+  if config.pick not in PICKS:
+    raise ValueError(f"KernelConfig.pick must be one of {PICKS}, got {config.pick!r}")
+
+
+def ordered_key(x: jax.Array) -> jax.Array:
+  """float32 -> int32 with the same order (-0.0 and +0.0 one key); not for NaN.
+
+  A non-negative float's bits already order as int32. A negative float's bits order
+  backwards below zero, so flip all but its sign bit: x < y <=> key(x) < key(y). The bits
+  of -0.0 are made +0.0's first (the contract counts them equal); on the bits, not by
+  `x == 0`, which a backend that treats subnormals as zero would also take for zero."""
+  bits = lax.bitcast_convert_type(x, jnp.int32)
+  bits = jnp.where(bits == _TAKEN, 0, bits)  # -0.0's bits are int32's minimum
+  return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+
+class _Rows(NamedTuple):
+  """The rows of one program: `load` [R, 1] in bounds (a duplicate past the last row),
+  `store` [R, 1] (past the last row for rows that are not there: masked and dropped)."""
+  load: jax.Array
+  store: jax.Array
+  live: jax.Array  # [R, 1] bool
+
+
+def _load_scores(scores_ref, rows: _Rows, cols, width: int):
+  """float32 scores at columns `cols` (broadcast against the rows); -inf past `width`."""
+  inside = jnp.broadcast_to(cols < width, jnp.broadcast_shapes(rows.load.shape, cols.shape))
+  values = pltriton.load(scores_ref.at[rows.load, cols], mask=inside, other=0)
+  return jnp.where(inside, values.astype(jnp.float32), -jnp.inf)
+
+
+def _keys(scores_ref, rows: _Rows, offset: int, half_cols, sub_keys: int):
+  """Keys of the half entries `half_cols` (padding past S: taken)."""
+  values = _load_scores(scores_ref, rows, offset + half_cols, offset + sub_keys)
+  return jnp.where(half_cols < sub_keys, ordered_key(values), _TAKEN)
+
+
+def _first_max_lane(keys, pick: str):
+  """keys [R, X] -> [R] the lane of the largest key, the first among equal ones."""
+  if pick == "argmax":
+    return jnp.argmax(keys, axis=1).astype(jnp.int32)
+  lanes = lax.broadcasted_iota(jnp.int32, keys.shape, 1)
+  best = jnp.max(keys, axis=1, keepdims=True)
+  return jnp.min(jnp.where(keys == best, lanes, _NO_ID), axis=1)
+
+
+def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
+               rounds: int, pick: str):
+  """[R, P] the index within the half of each candidate's pick (module docstring, step 1,
+  "scan"); ranks [1, P] (-1 = no candidate: 0)."""
+  cols = jnp.arange(next_power_of_two(sub_keys), dtype=jnp.int32)[None, :]
+  keys = _keys(scores_ref, rows, offset, cols, sub_keys)
+
+  def round_(r, carry):
+    keys, picked = carry
+    pick_col = _first_max_lane(keys, pick)[:, None]  # lanes are the half's indices
+    keys = jnp.where(cols == pick_col, _TAKEN, keys)
+    return keys, jnp.where(ranks == r, pick_col, picked)
+
+  picked = jnp.zeros((keys.shape[0], ranks.shape[1]), jnp.int32)
+  return lax.fori_loop(0, rounds, round_, (keys, picked))[1]
+
+
+def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
+                 rounds: int, pick: str, group_size: int):
+  """As `_scan_half` by a tournament over groups of `group_size` consecutive entries
+  (module docstring, step 1, "groups")."""
   half_block = next_power_of_two(sub_keys)
-  out_block = next_power_of_two(k)
-  lanes = jnp.arange(half_block, dtype=jnp.int32)
-  padding = lanes >= sub_keys
-  first_rank, second_rank = pairs_ref[:, 0], pairs_ref[:, 1]  # [P] each, -1 = padding
+  size = min(group_size, half_block)
+  groups = half_block // size
+  group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]       # [1, G]
+  in_group = jnp.arange(size, dtype=jnp.int32)                      # [g]
+  tile = _keys(scores_ref, rows._replace(load=rows.load[:, :, None]), offset,
+               group_lanes[:, :, None] * size + in_group, sub_keys)  # [R, G, g]
+  best = jnp.max(tile, axis=2)                                       # [R, G]
+  best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
+  best_col = group_lanes * size + best_col  # ties of a group: its first entry
 
-  def candidates_of_half(offset, ranks):
-    """Each candidate's score and index in this half: the ranks[p]-th best."""
-    scores = pltriton.load(scores_ref.at[row, offset + lanes], mask=jnp.logical_not(padding),
-                           other=-jnp.inf)
-    return _max_and_mask(scores.astype(jnp.float32), lanes, padding, per_half, ranks)
+  def round_(r, carry):
+    best, best_col, picked = carry
+    top = jnp.max(best, axis=1, keepdims=True)                       # [R, 1]
+    # Groups hold increasing indices: the lowest index among equal group bests.
+    pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
+    picked = jnp.where(ranks == r, pick_col, picked)
+    group = pick_col // size                                         # [R, 1]
+    cols = group * size + in_group                                   # [R, g]
+    keys = _keys(scores_ref, rows, offset, cols, sub_keys)
+    # Entries of the group after the pick in (key desc, index asc) order are untaken:
+    # every earlier one was taken in an earlier round.
+    keys = jnp.where((keys < top) | ((keys == top) & (cols > pick_col)), keys, _TAKEN)
+    new_best = jnp.max(keys, axis=1, keepdims=True)
+    new_col = group * size + _first_max_lane(keys, pick)[:, None]
+    won = group_lanes == group
+    return (jnp.where(won, new_best, best), jnp.where(won, new_col, best_col), picked)
 
-  first_value, first_idx = candidates_of_half(0, first_rank)
-  second_value, second_idx = candidates_of_half(sub_keys, second_rank)
-  out_lanes = jnp.arange(out_block, dtype=jnp.int32)
-  logits, idx = _max_and_mask(first_value + second_value, first_idx * sub_keys + second_idx,
-                              first_rank < 0, k, out_lanes)
-  stored = out_lanes < k
-  out_at = jnp.where(stored, out_lanes, k)  # masked lanes out of bounds (interpret mode)
-  pltriton.store(idx_ref.at[row, out_at], idx, mask=stored)
-  pltriton.store(logits_ref.at[row, out_at], logits.astype(logits_ref.dtype), mask=stored)
+  picked = jnp.zeros((best.shape[0], ranks.shape[1]), jnp.int32)
+  return lax.fori_loop(0, rounds, round_, (best, best_col, picked))[2]
 
 
-def _forward(scores, k: int, interpret: bool):
+def _select(keys, slots, rounds: int, out_lanes):
+  """`rounds` rounds of max-and-mask over keys [R, X] (slots [R, X] distinct where the key
+  is not _TAKEN): [R, Y] lane y holds the slot of the y-th pick (the lowest slot among
+  equal keys), out_lanes [1, Y]."""
+  def round_(r, carry):
+    keys, out = carry
+    best = jnp.max(keys, axis=1, keepdims=True)
+    pick = jnp.min(jnp.where(keys == best, slots, _NO_ID), axis=1, keepdims=True)
+    keys = jnp.where(slots == pick, _TAKEN, keys)
+    return keys, jnp.where(out_lanes == r, pick, out)
+
+  out = jnp.zeros((keys.shape[0], out_lanes.shape[1]), jnp.int32)
+  return lax.fori_loop(0, rounds, round_, (keys, out))[1]
+
+
+def _kernel(scores_ref, pairs_ref, idx_ref, logits_ref, *, num_rows: int, sub_keys: int,
+            k: int, per_half: int, config: KernelConfig):
+  block_rows = config.block_rows
+  row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
+  live = row < num_rows
+  rows = _Rows(load=jnp.minimum(row, num_rows - 1), store=jnp.where(live, row, num_rows),
+               live=live)
+  first_rank, second_rank = pairs_ref[:, 0][None, :], pairs_ref[:, 1][None, :]  # [1, P]
+
+  if config.half_select == "groups":
+    half = functools.partial(_groups_half, group_size=config.group_size)
+  else:
+    half = _scan_half
+  half = functools.partial(half, scores_ref, rows, sub_keys=sub_keys, rounds=per_half,
+                           pick=config.pick)
+  first_idx, second_idx = half(0, first_rank), half(sub_keys, second_rank)  # [R, P]
+  width = 2 * sub_keys
+  sums = (_load_scores(scores_ref, rows, first_idx, width)
+          + _load_scores(scores_ref, rows, sub_keys + second_idx, width))
+  candidate = first_rank >= 0
+  keys = jnp.where(candidate, ordered_key(sums), _TAKEN)
+  slots = jnp.where(candidate, first_idx * sub_keys + second_idx, _NO_ID)
+  out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
+  idx = _select(keys, slots, k, out_lanes)
+  # The logits from the same float32 values as the sums (-0.0 made +0.0, as in the twin).
+  logits = (_load_scores(scores_ref, rows, idx // sub_keys, width)
+            + _load_scores(scores_ref, rows, sub_keys + idx % sub_keys, width))
+  logits = jnp.where(logits == 0, jnp.float32(0), logits)
+  stored = live & (out_lanes < k)
+  out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
+  pltriton.store(idx_ref.at[rows.store, out_at], idx, mask=stored)
+  pltriton.store(logits_ref.at[rows.store, out_at], logits.astype(logits_ref.dtype),
+                 mask=stored)
+
+
+def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   lead, width = scores.shape[:-1], scores.shape[-1]
   sub_keys = width // 2
   per_half = min(k, sub_keys)
   rows = scores.reshape(-1, width)
+  num_rows = rows.shape[0]
   pairs = candidate_pairs(k, per_half)
   padded = np.full((next_power_of_two(len(pairs)), 2), -1, np.int32)
   padded[:len(pairs)] = pairs
-  kernel = functools.partial(_kernel, sub_keys=sub_keys, k=k, per_half=per_half)
+  kernel = functools.partial(_kernel, num_rows=num_rows, sub_keys=sub_keys, k=k,
+                             per_half=per_half, config=config)
   idx, logits = pl.pallas_call(
       kernel,
-      out_shape=[jax.ShapeDtypeStruct((rows.shape[0], k), jnp.int32),
-                 jax.ShapeDtypeStruct((rows.shape[0], k), scores.dtype)],
-      grid=(rows.shape[0],),
+      out_shape=[jax.ShapeDtypeStruct((num_rows, k), jnp.int32),
+                 jax.ShapeDtypeStruct((num_rows, k), scores.dtype)],
+      grid=(pl.cdiv(num_rows, config.block_rows),),
       interpret=interpret,
-      compiler_params=pltriton.CompilerParams(num_warps=1, num_stages=1),
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
   )(rows, jnp.asarray(padded))
   return idx.reshape(*lead, k), logits.reshape(*lead, k)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
-def _topk(scores, k: int, interpret: bool):
-  return _forward(scores, k, interpret)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
+def _topk(scores, k: int, config: KernelConfig, interpret: bool):
+  return _forward(scores, k, config, interpret)
 
 
-def _topk_fwd(scores, k, interpret):
-  idx, logits = _forward(scores, k, interpret)
+def _topk_fwd(scores, k, config, interpret):
+  idx, logits = _forward(scores, k, config, interpret)
   # Residuals must be arrays: an empty [0, 2S] array remembers the scores' width and dtype.
   return (idx, logits), (idx, jnp.zeros((0, scores.shape[-1]), scores.dtype))
 
 
-def _topk_bwd(k, interpret, residuals, cotangents):
-  del k, interpret
+def _topk_bwd(k, config, interpret, residuals, cotangents):
+  del k, config, interpret
   idx, marker = residuals
   return (scores_cotangent(idx, cotangents[1], marker.shape[1], marker.dtype),)
 
@@ -122,10 +265,17 @@ def _topk_bwd(k, interpret, residuals, cotangents):
 _topk.defvjp(_topk_fwd, _topk_bwd)
 
 
-def product_key_topk(scores: jax.Array, k: int, *, interpret: bool | None = None
-                     ) -> tuple[jax.Array, jax.Array]:
+def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None = None,
+                     interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
   """scores [..., 2S] -> (idx [..., k] int32, logits [..., k] in scores' dtype); the
-  contract of `topk_xla.product_key_topk`. interpret: default unless on a GPU."""
+  contract of `topk_xla.product_key_topk`. config: `KernelConfig()` when None (results do
+  not depend on it). interpret: default unless on a GPU."""
+  config = KernelConfig() if config is None else config
+  check_config(config)
   if interpret is None:
     interpret = not platform.on_gpu()
-  return _topk(scores, k, interpret)
+  return _topk(scores, k, config, interpret)
+
+
+__all__ = ["HALF_SELECTS", "KernelConfig", "PICKS", "check_config", "ordered_key",
+           "product_key_topk"]

@@ -23,6 +23,14 @@ IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_top
          "pallas_tpu": functools.partial(topk_pallas_tpu.product_key_topk,
                                          interpret=tpu_interpret.RACE_CHECKED)}
 COMPILED_ON_GPU = ("xla", "pallas")
+# The compiled `gpu` tests' configs: the kinds the benchmark sweep times (WORKSPACE.md).
+GPU_CONFIGS = [
+    topk_pallas.KernelConfig(block_rows=8, num_warps=4),
+    topk_pallas.KernelConfig(block_rows=4, num_warps=4, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, num_warps=4),
+    topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=8,
+                             pick="argmax"),
+]
 
 
 def brute_force(scores: np.ndarray, k: int):
@@ -98,6 +106,73 @@ def test_tpu_kernel_lowers_for_tpu(sub_keys, k):
   assert tpu_interpret.tpu_custom_calls(jax.value_and_grad(loss), scores) == 1
 
 
+# Non-default GPU kernel configs (results must not depend on the config): several rows per
+# program (5 rows: not a multiple of 2 or 4), one-reduction picks, the group tournament with
+# groups smaller and larger than a half.
+CONFIGS = [
+    topk_pallas.KernelConfig(block_rows=4, num_warps=4, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=4),
+    topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
+]
+
+
+@pytest.mark.parametrize("sub_keys,k", [(6, 11), (32, 64), (100, 16)])
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_kernel_configs_match_brute_force(config, sub_keys, k):
+  for dtype in (jnp.float32, jnp.bfloat16):
+    scores = random_scores(sub_keys + k, sub_keys, dtype, rows=5)
+    idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
+                          static_argnums=1)(scores, k)
+    want_idx, want_sums = brute_force(np.asarray(scores.astype(jnp.float32)), k)
+    np.testing.assert_array_equal(np.asarray(idx), want_idx, err_msg=str(dtype))
+    np.testing.assert_array_equal(np.asarray(logits.astype(jnp.float32)),
+                                  np.asarray(jnp.asarray(want_sums).astype(dtype)
+                                             .astype(jnp.float32)))
+
+
+def test_ordered_key_orders_like_the_floats():
+  """Negative and positive normals, subnormals, both zeros, infinities, bf16-rounded
+  duplicates: key(x) < key(y) exactly when x < y, and -0.0 and +0.0 share a key."""
+  rng = np.random.default_rng(0)
+  values = np.concatenate([
+      rng.standard_normal(150) * 10.0 ** rng.integers(-30, 30, 150),
+      np.asarray(jnp.asarray(rng.standard_normal(40), jnp.bfloat16).astype(jnp.float32)),
+      [0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3e38, -3e38, 1.0, -1.0]]).astype(np.float32)
+  values = np.concatenate([values, values[:20]])  # exact duplicates too
+  keys = np.asarray(topk_pallas.ordered_key(jnp.asarray(values)))
+  assert keys.dtype == np.int32
+  def order(x):  # -1, 0, 1: x[i] below, equal to, above x[j]
+    return (x[:, None] > x[None, :]).astype(int) - (x[:, None] < x[None, :])
+
+  np.testing.assert_array_equal(order(keys), order(values))
+  assert keys[values == 0].min() == keys[values == 0].max() == 0
+
+
+@pytest.mark.parametrize("config", [topk_pallas.KernelConfig(), *CONFIGS], ids=str)
+@pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64)])
+def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
+  """The Pallas-to-Triton lowering of every kind of config, forward and backward, on a CPU
+  (65,536 rows, the benchmark's): Triton's own compiler runs only on a GPU."""
+  scores = jax.ShapeDtypeStruct((65536, 2 * sub_keys), jnp.bfloat16)
+
+  def loss(scores):
+    idx, logits = topk_pallas.product_key_topk(scores, k, config=config, interpret=False)
+    return jnp.sum(logits.astype(jnp.float32)) + jnp.sum(idx)
+
+  lowered = jax.jit(jax.value_and_grad(loss)).trace(scores).lower(lowering_platforms=("cuda",))
+  assert lowered.as_text().count("__gpu$xla.gpu.triton") == 1
+
+
+@pytest.mark.parametrize("field,value", [("block_rows", 3), ("num_warps", 0),
+                                         ("num_warps", 64), ("group_size", 24),
+                                         ("half_select", "sort"), ("pick", "argmin")])
+def test_kernel_config_is_checked(field, value):
+  with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
+    topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
+                                 config=topk_pallas.KernelConfig()._replace(**{field: value}))
+
+
 def test_candidate_pairs_are_the_hyperbola_under_k():
   assert len(topk_xla.candidate_pairs(32, 32)) == 119
   assert len(topk_xla.candidate_pairs(64, 64)) == 280
@@ -110,6 +185,19 @@ def test_compiled_tpu_kernel_matches_brute_force(sub_keys, k):
   """On a TPU (never run: none was available)."""
   scores = random_scores(8, sub_keys, jnp.float32, rows=256)
   idx, logits = jax.jit(functools.partial(topk_pallas_tpu.product_key_topk, interpret=False),
+                        static_argnums=1)(scores, k)
+  want_idx, want_sums = brute_force(np.asarray(scores), k)
+  np.testing.assert_array_equal(np.asarray(idx), want_idx)
+  np.testing.assert_array_equal(np.asarray(logits), want_sums)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", GPU_CONFIGS, ids=str)
+@pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (128, 64)])
+def test_compiled_kernel_configs_match_brute_force(config, sub_keys, k):
+  """On the GPU: each kind of config compiled (259 rows: not a multiple of block_rows)."""
+  scores = random_scores(9, sub_keys, jnp.float32, rows=259)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
                         static_argnums=1)(scores, k)
   want_idx, want_sums = brute_force(np.asarray(scores), k)
   np.testing.assert_array_equal(np.asarray(idx), want_idx)
