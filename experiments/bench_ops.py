@@ -77,10 +77,11 @@ BENCHMARKS["gdn"] = _gdn_from_flags
 
 _TILINGS = flags.DEFINE_list(
     "tilings", ["default"],
-    "sdm_tiling, gdn_tiling: Pallas tilings to time, each 'default' or 'field=value;...' over "
-    "the kernels' KernelConfig (sdm: scan_pallas, fields block_cols, row_tile, entry_block, "
-    "group_entries, num_warps; gdn: chunk_pallas, fields block_v, state_block_v, "
-    "prepare_warps, output_warps, num_stages).")
+    "sdm_tiling, gdn_tiling, topk: Pallas tilings to time, each 'default' or "
+    "'field=value;...' over the kernels' KernelConfig (sdm: scan_pallas, fields block_cols, "
+    "row_tile, entry_block, group_entries, num_warps; gdn: chunk_pallas, fields block_v, "
+    "state_block_v, prepare_warps, output_warps, num_stages, ...; topk: topk_pallas, fields "
+    "block_rows, num_warps, half_select, group_size, pick).")
 
 
 def _gdn_tiling_from_flags() -> dict[str, Any]:
@@ -138,7 +139,8 @@ def _bench_topk() -> dict[str, Any]:
   ints = lambda values: [int(v) for v in values]  # noqa: E731
   return topk_benchmarks.benchmark(
       rows=ints(_TOPK_ROWS.value), sub_keys=ints(_TOPK_SUB_KEYS.value), ks=ints(_TOPK_K.value),
-      dtype=_DTYPE.value, warmup=_WARMUP.value, repeats=_REPEATS.value)
+      dtype=_DTYPE.value, tilings=_TILINGS.value, warmup=_WARMUP.value,
+      repeats=_REPEATS.value)
 
 
 BENCHMARKS["topk"] = _bench_topk

@@ -93,7 +93,7 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
                       pallas_backward: str = "chunked", warmup: int = 2,
                       repeats: int = 10) -> dict[str, Any]:
   """Median ms of the Pallas path (`gated_delta_rule_pallas`) for each tiling ("default" or
-  "field=int;..." over `chunk_pallas.KernelConfig`): the forward, and with
+  "field=value;..." over `chunk_pallas.KernelConfig`): the forward, and with
   pallas_backward="pallas" the forward+backward by the backward kernels too (with the
   chunked backward, gradients do not depend on the tiling). Each result has its largest
   difference in o and the final state from the first tiling's (relative to its largest

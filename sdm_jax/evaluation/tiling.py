@@ -1,22 +1,24 @@
-"""Kernel tilings from the command line: "default" or "field=int;field=int" over a
-`NamedTuple` of a kernel family's tiling (`bench_ops --tilings`)."""
+"""Kernel tilings named on the command line (`bench_ops --tilings`): "default" or
+"field=value;field=value" overriding fields of a kernel family's config (a NamedTuple)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple, TypeVar
 
-Tiling = TypeVar("Tiling", bound=NamedTuple)
+Config = TypeVar("Config", bound=NamedTuple)
 
 
-def parse_tiling(spec: str, default: Tiling) -> Tiling:
-  """`default` for "default", else `default` with the fields named in spec overridden."""
+def parse_tiling(spec: str, default: Config) -> Config:
+  """`default` with the fields `spec` names replaced; each value read as the type of the
+  default's field (an int, or a name for a str field). The kernel checks the values."""
   if spec == "default":
     return default
   fields = {}
   for item in spec.split(";"):
     name, _, value = item.partition("=")
-    if name not in default._fields or not value.isdigit():
-      raise ValueError(f"tiling items must be field=int with field in {default._fields}, "
-                       f"got {item!r}")
-    fields[name] = int(value)
+    kind = type(getattr(default, name, None))
+    if name not in default._fields or not value or (kind is int and not value.isdigit()):
+      raise ValueError(f"tiling items must be field=value with field in {default._fields} "
+                       f"(an int where the default is one), got {item!r}")
+    fields[name] = int(value) if kind is int else value
   return default._replace(**fields)

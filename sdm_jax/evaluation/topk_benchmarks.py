@@ -1,16 +1,19 @@
-"""Times product-key top-k: the Pallas kernel, the XLA path and a plain `lax.top_k` over
-the 2S scores of each row (the issue-12 yardstick). Registered as `--op=topk` in
-`experiments/bench_ops.py`.
+"""Times product-key top-k: the GPU Pallas kernel at each tiling (`topk_pallas.KernelConfig`,
+interpreted off a GPU), the XLA path and a plain `lax.top_k` over the 2S scores of each row
+(the issue-12 yardstick). Registered as `--op=topk` in `experiments/bench_ops.py`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Sequence
 
 import jax
 from jax import lax
 import jax.numpy as jnp
 
+from pallas_kernels.product_key import topk_pallas
+from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import timing
 from sdm_jax.ops import product_key_topk
 
@@ -21,30 +24,48 @@ def _time(fn, args, warmup, repeats) -> float:
       "median_ms"]
 
 
-def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str, warmup: int = 2,
+def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
+                    tilings: Sequence[str] = ("default",), warmup: int = 2,
                     repeats: int = 10) -> dict[str, Any]:
-  """Median ms of forward and forward+backward for each implementation at one shape."""
+  """Median ms of forward and forward+backward of the XLA path and of the kernel at each
+  tiling ("default" or "field=value;..." over `topk_pallas.KernelConfig`), with whether the
+  kernel's ids equal the XLA path's and the fastest tiling among those whose ids do."""
   scores = jax.random.normal(jax.random.PRNGKey(rows + sub_keys + k),
                              (rows, 2 * sub_keys), jnp.dtype(dtype))
   cotangent = jax.random.normal(jax.random.PRNGKey(1), (rows, k), jnp.float32)
-  result: dict[str, Any] = {"rows": rows, "sub_keys": sub_keys, "k": k,
-                            "dtype": jnp.dtype(dtype).name}
-  for impl in ("pallas", "xla"):
-    topk = lambda s, impl=impl: product_key_topk(s, k, impl=impl)  # noqa: E731
-    loss = lambda s, topk=topk: jnp.sum(  # noqa: E731
-        topk(s)[1].astype(jnp.float32) * cotangent)
-    result[f"{impl}_fwd_ms"] = _time(topk, (scores,), warmup, repeats)
-    result[f"{impl}_fwd_bwd_ms"] = _time(jax.grad(loss), (scores,), warmup, repeats)
-  result["lax_top_k_2s_fwd_ms"] = _time(lambda s: lax.top_k(s, k), (scores,), warmup, repeats)
-  result["pallas_speedup_over_lax_top_k"] = (result["lax_top_k_2s_fwd_ms"]
-                                             / result["pallas_fwd_ms"])
-  return result
+
+  def fwd_and_fwd_bwd(topk):
+    loss = lambda s: jnp.sum(topk(s)[1].astype(jnp.float32) * cotangent)  # noqa: E731
+    return (_time(topk, (scores,), warmup, repeats),
+            _time(jax.grad(loss), (scores,), warmup, repeats))
+
+  xla = functools.partial(product_key_topk, k=k, impl="xla")
+  xla_fwd_ms, xla_fwd_bwd_ms = fwd_and_fwd_bwd(xla)
+  lax_ms = _time(lambda s: lax.top_k(s, k), (scores,), warmup, repeats)
+  xla_idx = jax.jit(xla)(scores)[0]
+  kernels = []
+  for spec in tilings:
+    config = tiling.parse_tiling(spec, topk_pallas.KernelConfig())
+    kernel = functools.partial(topk_pallas.product_key_topk, k=k, config=config)
+    fwd_ms, fwd_bwd_ms = fwd_and_fwd_bwd(kernel)
+    kernels.append({"tiling": spec, **config._asdict(), "fwd_ms": fwd_ms,
+                    "fwd_bwd_ms": fwd_bwd_ms, "speedup_over_lax_top_k": lax_ms / fwd_ms,
+                    "speedup_over_xla": xla_fwd_ms / fwd_ms,
+                    "same_ids_as_xla": bool(jnp.array_equal(jax.jit(kernel)(scores)[0],
+                                                            xla_idx))})
+  correct = [kernel for kernel in kernels if kernel["same_ids_as_xla"]]
+  return {"rows": rows, "sub_keys": sub_keys, "k": k, "dtype": jnp.dtype(dtype).name,
+          "xla_fwd_ms": xla_fwd_ms, "xla_fwd_bwd_ms": xla_fwd_bwd_ms,
+          "lax_top_k_2s_fwd_ms": lax_ms, "pallas_gpu": kernels,
+          "fastest_tiling": min(correct, key=lambda kernel: kernel["fwd_ms"])["tiling"]
+          if correct else None}
 
 
 def benchmark(*, rows: list[int], sub_keys: list[int], ks: list[int], dtype: str,
-              warmup: int = 2, repeats: int = 10) -> dict[str, Any]:
+              tilings: Sequence[str] = ("default",), warmup: int = 2,
+              repeats: int = 10) -> dict[str, Any]:
   """Every (rows, S, k) combination with k <= S * S."""
-  results = [benchmark_shape(rows=r, sub_keys=s, k=k, dtype=dtype, warmup=warmup,
-                             repeats=repeats)
+  results = [benchmark_shape(rows=r, sub_keys=s, k=k, dtype=dtype, tilings=tilings,
+                             warmup=warmup, repeats=repeats)
              for r in rows for s in sub_keys for k in ks if k <= s * s]
   return {"results": results}

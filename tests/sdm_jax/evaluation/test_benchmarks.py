@@ -5,7 +5,9 @@ from __future__ import annotations
 import jax
 import pytest
 
+from pallas_kernels.product_key import topk_pallas
 from sdm_jax.evaluation import sdm_benchmarks
+from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import topk_benchmarks
 from sdm_jax.ops import dispatch
 
@@ -36,14 +38,22 @@ def test_layer_benchmark_counts_every_parameter():
   assert result["params"] == 2 * (d * two_s + two_s) + 3 * d * d + 2 * d + 2 + 2 * d + 64 * 16
 
 
-def test_topk_benchmark_times_every_implementation():
-  result = topk_benchmarks.benchmark(rows=[4], sub_keys=[8], ks=[4, 100], dtype="float32",
-                                warmup=0, repeats=1)
+def test_topk_benchmark_times_every_implementation_and_tiling():
+  result = topk_benchmarks.benchmark(
+      rows=[3], sub_keys=[8], ks=[4, 100], dtype="float32",
+      tilings=["default", "block_rows=2;half_select=groups;group_size=4"], warmup=0, repeats=1)
   (shape,) = result["results"]  # k = 100 > S * S = 64 is skipped
-  assert (shape["rows"], shape["sub_keys"], shape["k"]) == (4, 8, 4)
-  for key in ("pallas_fwd_ms", "pallas_fwd_bwd_ms", "xla_fwd_ms", "xla_fwd_bwd_ms",
-              "lax_top_k_2s_fwd_ms", "pallas_speedup_over_lax_top_k"):
+  assert (shape["rows"], shape["sub_keys"], shape["k"]) == (3, 8, 4)
+  for key in ("xla_fwd_ms", "xla_fwd_bwd_ms", "lax_top_k_2s_fwd_ms"):
     assert shape[key] > 0, key
+  default, groups = shape["pallas_gpu"]
+  assert (default["block_rows"], default["half_select"]) == (1, "scan")
+  assert (groups["block_rows"], groups["half_select"], groups["group_size"]) == (2, "groups", 4)
+  for kernel in (default, groups):
+    assert kernel["same_ids_as_xla"]
+    for key in ("fwd_ms", "fwd_bwd_ms", "speedup_over_lax_top_k", "speedup_over_xla"):
+      assert kernel[key] > 0, key
+  assert shape["fastest_tiling"] in (default["tiling"], groups["tiling"])
 
 
 def test_tiling_benchmark_times_each_tiling_on_one_plan():
@@ -58,7 +68,12 @@ def test_tiling_benchmark_times_each_tiling_on_one_plan():
 
 def test_tiling_specs_are_checked():
   assert sdm_benchmarks.parse_tiling("num_warps=8", 64).num_warps == 8
-  with pytest.raises(ValueError, match="field=int"):
+  topk = tiling.parse_tiling("half_select=groups;block_rows=4",
+                                   topk_pallas.KernelConfig())
+  assert (topk.half_select, topk.block_rows, topk.pick) == ("groups", 4, "max_min")
+  with pytest.raises(ValueError, match="field=value"):
+    tiling.parse_tiling("block_rows=four", topk_pallas.KernelConfig())
+  with pytest.raises(ValueError, match="field=value"):
     sdm_benchmarks.parse_tiling("warps=8", 64)
   with pytest.raises(ValueError, match="block_cols must divide"):
     sdm_benchmarks.parse_tiling("block_cols=64", 32)
