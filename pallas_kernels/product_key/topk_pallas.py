@@ -13,7 +13,9 @@ along the row axis for all of them at once):
    group_size entries instead of S;
 2. the pair grid pruned to ranks (i + 1)(j + 1) <= k: pair (i, j) is beaten by every pair
    of lower or equal ranks in both halves, (i + 1)(j + 1) - 1 of them, so only those can be
-   in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2);
+   in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). Blocks must have
+   a power-of-two size, so the candidates are split into parts of at least 32 lanes
+   (`candidate_parts`: 280 -> 256 + 32 lanes rather than one block of 512);
 3. k rounds of max-and-mask over the candidates' sums, the lowest slot id among equal sums.
 
 Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
@@ -26,7 +28,7 @@ the same float32 values as the XLA twin. A single int64 key (score, id) would ma
 round one plain max, but JAX without 64-bit mode (its default) has no int64 inside a
 kernel.
 
-The pruned candidates are a compile-time list passed as a constant. The backward (a
+The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
 Scores must not be NaN.
 """
@@ -90,6 +92,15 @@ def ordered_key(x: jax.Array) -> jax.Array:
   return bits ^ ((bits >> 31) & 0x7FFFFFFF)
 
 
+def candidate_parts(count: int) -> tuple[int, ...]:
+  """Power-of-two lane counts covering `count` candidates, each at least 32 lanes (one
+  part below that): 119 -> (128,), 280 -> (256, 32)."""
+  if count <= 32:
+    return (next_power_of_two(count),)
+  lanes = -(-count // 32) * 32
+  return tuple(1 << bit for bit in reversed(range(lanes.bit_length())) if lanes >> bit & 1)
+
+
 class _Rows(NamedTuple):
   """The rows of one program: `load` [R, 1] in bounds (a duplicate past the last row),
   `store` [R, 1] (past the last row for rows that are not there: masked and dropped)."""
@@ -120,10 +131,20 @@ def _first_max_lane(keys, pick: str):
   return jnp.min(jnp.where(keys == best, lanes, _NO_ID), axis=1)
 
 
+def _no_picks(block_rows: int, ranks):
+  return tuple(jnp.zeros((block_rows, part.shape[1]), jnp.int32) for part in ranks)
+
+
+def _record(picked, ranks, r, pick_col):
+  """Round r's pick [R, 1] written to the candidates of rank r (per part)."""
+  return tuple(jnp.where(rank == r, pick_col, part) for rank, part in zip(ranks, picked))
+
+
 def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
                rounds: int, pick: str):
-  """[R, P] the index within the half of each candidate's pick (module docstring, step 1,
-  "scan"); ranks [1, P] (-1 = no candidate: 0)."""
+  """Per candidate part, [R, P] the index within the half of each candidate's pick
+  (module docstring, step 1, "scan"); ranks: per part [1, P] the candidates' ranks in
+  this half (-1 = no candidate: index 0)."""
   cols = jnp.arange(next_power_of_two(sub_keys), dtype=jnp.int32)[None, :]
   keys = _keys(scores_ref, rows, offset, cols, sub_keys)
 
@@ -131,10 +152,9 @@ def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
     keys, picked = carry
     pick_col = _first_max_lane(keys, pick)[:, None]  # lanes are the half's indices
     keys = jnp.where(cols == pick_col, _TAKEN, keys)
-    return keys, jnp.where(ranks == r, pick_col, picked)
+    return keys, _record(picked, ranks, r, pick_col)
 
-  picked = jnp.zeros((keys.shape[0], ranks.shape[1]), jnp.int32)
-  return lax.fori_loop(0, rounds, round_, (keys, picked))[1]
+  return lax.fori_loop(0, rounds, round_, (keys, _no_picks(keys.shape[0], ranks)))[1]
 
 
 def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
@@ -157,7 +177,7 @@ def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
     top = jnp.max(best, axis=1, keepdims=True)                       # [R, 1]
     # Groups hold increasing indices: the lowest index among equal group bests.
     pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
-    picked = jnp.where(ranks == r, pick_col, picked)
+    picked = _record(picked, ranks, r, pick_col)
     group = pick_col // size                                         # [R, 1]
     cols = group * size + in_group                                   # [R, g]
     keys = _keys(scores_ref, rows, offset, cols, sub_keys)
@@ -169,33 +189,42 @@ def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
     won = group_lanes == group
     return (jnp.where(won, new_best, best), jnp.where(won, new_col, best_col), picked)
 
-  picked = jnp.zeros((best.shape[0], ranks.shape[1]), jnp.int32)
+  picked = _no_picks(best.shape[0], ranks)
   return lax.fori_loop(0, rounds, round_, (best, best_col, picked))[2]
 
 
 def _select(keys, slots, rounds: int, out_lanes):
-  """`rounds` rounds of max-and-mask over keys [R, X] (slots [R, X] distinct where the key
-  is not _TAKEN): [R, Y] lane y holds the slot of the y-th pick (the lowest slot among
-  equal keys), out_lanes [1, Y]."""
+  """`rounds` rounds of max-and-mask over the candidates, per part keys [R, X] and slots
+  [R, X] (distinct where the key is not _TAKEN): [R, Y] lane y holds the slot of the y-th
+  pick (the lowest slot among equal keys), out_lanes [1, Y]."""
   def round_(r, carry):
     keys, out = carry
-    best = jnp.max(keys, axis=1, keepdims=True)
-    pick = jnp.min(jnp.where(keys == best, slots, _NO_ID), axis=1, keepdims=True)
-    keys = jnp.where(slots == pick, _TAKEN, keys)
+    best = functools.reduce(jnp.maximum, [jnp.max(part, axis=1, keepdims=True)
+                                          for part in keys])
+    pick = functools.reduce(jnp.minimum, [
+        jnp.min(jnp.where(part == best, slot, _NO_ID), axis=1, keepdims=True)
+        for part, slot in zip(keys, slots)])
+    keys = tuple(jnp.where(slot == pick, _TAKEN, part) for part, slot in zip(keys, slots))
     return keys, jnp.where(out_lanes == r, pick, out)
 
-  out = jnp.zeros((keys.shape[0], out_lanes.shape[1]), jnp.int32)
-  return lax.fori_loop(0, rounds, round_, (keys, out))[1]
+  out = jnp.zeros((keys[0].shape[0], out_lanes.shape[1]), jnp.int32)
+  return lax.fori_loop(0, rounds, round_, (tuple(keys), out))[1]
 
 
-def _kernel(scores_ref, pairs_ref, idx_ref, logits_ref, *, num_rows: int, sub_keys: int,
-            k: int, per_half: int, config: KernelConfig):
+def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *, num_rows: int, sub_keys: int,
+            k: int, per_half: int, parts: tuple[int, ...], config: KernelConfig):
+  """ranks [2, sum(parts)] int32: the candidates' ranks in the first and second half
+  (-1 = padding), part after part."""
   block_rows = config.block_rows
   row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
   live = row < num_rows
   rows = _Rows(load=jnp.minimum(row, num_rows - 1), store=jnp.where(live, row, num_rows),
                live=live)
-  first_rank, second_rank = pairs_ref[:, 0][None, :], pairs_ref[:, 1][None, :]  # [1, P]
+  starts = np.cumsum((0,) + parts[:-1])
+  first_rank, second_rank = (
+      tuple(ranks_ref[half, pl.ds(int(start), size)][None, :]
+            for start, size in zip(starts, parts))
+      for half in (0, 1))  # per part [1, P]
 
   if config.half_select == "groups":
     half = functools.partial(_groups_half, group_size=config.group_size)
@@ -203,13 +232,14 @@ def _kernel(scores_ref, pairs_ref, idx_ref, logits_ref, *, num_rows: int, sub_ke
     half = _scan_half
   half = functools.partial(half, scores_ref, rows, sub_keys=sub_keys, rounds=per_half,
                            pick=config.pick)
-  first_idx, second_idx = half(0, first_rank), half(sub_keys, second_rank)  # [R, P]
+  first_idx, second_idx = half(0, first_rank), half(sub_keys, second_rank)  # [R, P] each
   width = 2 * sub_keys
-  sums = (_load_scores(scores_ref, rows, first_idx, width)
-          + _load_scores(scores_ref, rows, sub_keys + second_idx, width))
-  candidate = first_rank >= 0
-  keys = jnp.where(candidate, ordered_key(sums), _TAKEN)
-  slots = jnp.where(candidate, first_idx * sub_keys + second_idx, _NO_ID)
+  keys, slots = [], []
+  for first, second, rank in zip(first_idx, second_idx, first_rank):
+    sums = (_load_scores(scores_ref, rows, first, width)
+            + _load_scores(scores_ref, rows, sub_keys + second, width))
+    keys.append(jnp.where(rank >= 0, ordered_key(sums), _TAKEN))
+    slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   idx = _select(keys, slots, k, out_lanes)
   # The logits from the same float32 values as the sums (-0.0 made +0.0, as in the twin).
@@ -230,10 +260,11 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   rows = scores.reshape(-1, width)
   num_rows = rows.shape[0]
   pairs = candidate_pairs(k, per_half)
-  padded = np.full((next_power_of_two(len(pairs)), 2), -1, np.int32)
-  padded[:len(pairs)] = pairs
+  parts = candidate_parts(len(pairs))
+  ranks = np.full((2, sum(parts)), -1, np.int32)
+  ranks[:, :len(pairs)] = pairs.T
   kernel = functools.partial(_kernel, num_rows=num_rows, sub_keys=sub_keys, k=k,
-                             per_half=per_half, config=config)
+                             per_half=per_half, parts=parts, config=config)
   idx, logits = pl.pallas_call(
       kernel,
       out_shape=[jax.ShapeDtypeStruct((num_rows, k), jnp.int32),
@@ -241,7 +272,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
       grid=(pl.cdiv(num_rows, config.block_rows),),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
-  )(rows, jnp.asarray(padded))
+  )(rows, jnp.asarray(ranks))
   return idx.reshape(*lead, k), logits.reshape(*lead, k)
 
 
@@ -277,5 +308,5 @@ def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None =
   return _topk(scores, k, config, interpret)
 
 
-__all__ = ["HALF_SELECTS", "KernelConfig", "PICKS", "check_config", "ordered_key",
-           "product_key_topk"]
+__all__ = ["HALF_SELECTS", "KernelConfig", "PICKS", "candidate_parts", "check_config",
+           "ordered_key", "product_key_topk"]

@@ -177,6 +177,11 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
   assert len(topk_xla.candidate_pairs(32, 32)) == 119
   assert len(topk_xla.candidate_pairs(64, 64)) == 280
   assert len(topk_xla.candidate_pairs(16, 4)) == 16  # k = S^2: every pair
+  # The GPU kernel's power-of-two blocks of candidates: at least 32 lanes each.
+  assert topk_pallas.candidate_parts(119) == (128,)
+  assert topk_pallas.candidate_parts(280) == (256, 32)
+  assert topk_pallas.candidate_parts(645) == (512, 128, 32)
+  assert topk_pallas.candidate_parts(12) == (16,)
 
 
 @pytest.mark.tpu
