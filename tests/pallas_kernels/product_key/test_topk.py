@@ -23,13 +23,12 @@ IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_top
          "pallas_tpu": functools.partial(topk_pallas_tpu.product_key_topk,
                                          interpret=tpu_interpret.RACE_CHECKED)}
 COMPILED_ON_GPU = ("xla", "pallas")
-# The compiled `gpu` tests' configs: the kinds the benchmark sweep times (WORKSPACE.md).
+# The compiled `gpu` tests' configs: one of each kind the benchmark sweep times (WORKSPACE.md).
 GPU_CONFIGS = [
-    topk_pallas.KernelConfig(block_rows=8, num_warps=4),
-    topk_pallas.KernelConfig(block_rows=4, num_warps=4, pick="argmax"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, num_warps=4),
-    topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=8,
-                             pick="argmax"),
+    topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8),
+    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=4, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=2),
 ]
 
 
