@@ -106,7 +106,6 @@ class _Rows(NamedTuple):
   `store` [R, 1] (past the last row for rows that are not there: masked and dropped)."""
   load: jax.Array
   store: jax.Array
-  live: jax.Array  # [R, 1] bool
 
 
 def _load_scores(scores_ref, rows: _Rows, cols, width: int):
@@ -218,8 +217,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *, num_rows: int, sub_ke
   block_rows = config.block_rows
   row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
   live = row < num_rows
-  rows = _Rows(load=jnp.minimum(row, num_rows - 1), store=jnp.where(live, row, num_rows),
-               live=live)
+  rows = _Rows(load=jnp.minimum(row, num_rows - 1), store=jnp.where(live, row, num_rows))
   starts = np.cumsum((0,) + parts[:-1])
   first_rank, second_rank = (
       tuple(ranks_ref[half, pl.ds(int(start), size)][None, :]
