@@ -37,9 +37,9 @@ _IMPL = flags.DEFINE_string("impl", "auto", "impl= passed to the op.")
 _WARMUP = flags.DEFINE_integer("warmup", 2, "Untimed calls before timing.")
 _REPEATS = flags.DEFINE_integer("repeats", 10, "Timed calls; the median is reported.")
 _GDN_STATE_PASS = flags.DEFINE_enum(
-    "gdn_state_pass", "scan", list(gated_delta.STATE_PASSES),
-    "With --impl=chunked: how the GDN path finds chunk start states (XLA scan or the Pallas "
-    "state kernel).")
+    "gdn_state_pass", None, list(gated_delta.STATE_PASSES),
+    "With --impl=chunked (or auto): how the GDN path finds chunk start states (XLA scan or "
+    "the Pallas state kernel); default: what the op picks here (the kernel on a GPU).")
 _GDN_BACKWARD = flags.DEFINE_enum(
     "gdn_backward", "chunked", list(gated_delta.PALLAS_BACKWARDS),
     "With --impl=pallas (or auto on a GPU), and for gdn_tiling: how the GDN Pallas path finds "

@@ -57,11 +57,16 @@ PICKS = ("max_min", "argmax")
 
 
 class KernelConfig(NamedTuple):
-  """Tiling of the GPU kernel and how its rounds pick (sizes are powers of two)."""
-  block_rows: int = 1         # rows of scores per program
+  """Tiling of the GPU kernel and how its rounds pick (sizes are powers of two).
+
+  Defaults: the fastest of 14 configs on one H200 at 65,536 rows, S = 512, k = 32 (0.62 ms
+  forward; one row per program with whole-half scans, the previous default, 1.17 ms;
+  WORKSPACE.md, issue 12).
+  """
+  block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
-  half_select: str = "scan"   # "scan" | "groups" (module docstring, step 1)
-  group_size: int = 32        # "groups": entries per group of a half
+  half_select: str = "groups"  # "scan" | "groups" (module docstring, step 1)
+  group_size: int = 16        # "groups": entries per group of a half
   pick: str = "max_min"       # "max_min" | "argmax": how a half's round finds its pick
 
 

@@ -37,17 +37,20 @@ def make_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
 
 
 def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
-              repeats, state_pass="scan", pallas_backward="chunked", top_ops=0
+              repeats, state_pass=None, pallas_backward="chunked", top_ops=0
               ) -> dict[str, Any]:
   """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs).
 
-  state_pass: of the chunked path ("chunked"). pallas_backward: `backward` of the Pallas
+  state_pass: of the chunked path ("chunked"); None = what the op picks on this platform
+  (`gated_delta.chunked_state_pass`). pallas_backward: `backward` of the Pallas
   path ("pallas_gpu"). `top_ops` > 0 adds the costliest device ops of each (a profiler
   trace; empty on CPU).
   """
   inputs = make_inputs(0, batch=batch, seq_len=seq_len, heads=heads, key_dim=key_dim,
                        value_dim=value_dim, dtype=jnp.dtype(dtype))
   resolved = gated_delta.resolve_impl(impl, *inputs[:3], chunk_size=chunk_size)
+  if state_pass is None:
+    state_pass = gated_delta.chunked_state_pass(*inputs[:3])
   if resolved == "chunked":
     def op(*inputs):
       return gated_delta.gated_delta_rule_chunked(*inputs, chunk_size=chunk_size,

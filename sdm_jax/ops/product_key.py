@@ -10,6 +10,8 @@ family of this platform; see `sdm_jax.ops.dispatch`).
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -20,10 +22,14 @@ from sdm_jax.ops import dispatch
 
 IMPLS = ("auto", "xla") + dispatch.PALLAS_IMPLS
 KERNELS = {"pallas_gpu": topk_pallas, "pallas_tpu": topk_pallas_tpu}
-# "auto" takes the kernel on GPU up to this k: on the H200 (65,536 rows) it beats the XLA
-# path at k = 32 (forward 0.86 vs 1.34 ms at S = 128, 1.86 vs 3.72 ms at S = 512) and loses
-# at k = 64 (3.13 vs 2.27 ms, 5.97 vs 4.72 ms): its rounds grow with k (WORKSPACE.md).
-AUTO_KERNEL_MAX_K = 32
+# "auto" takes the kernel on GPU up to this k and from this many rows. On the H200 at
+# 65,536 rows and S = 512 (WORKSPACE.md, issue 12) the kernel's grouped selection beats
+# the XLA path at k = 32 (forward 0.64 vs 3.61 ms) and k = 64 (2.06 vs 4.49 ms), and at
+# sdm_small's 32,768 rows, S = 128, k = 64 (0.95 vs 1.70 ms; S = 256: 0.94 vs 1.79). At decode's
+# 1-8 rows an earlier kernel made the SDM decode step slower inside a scan (0.23 vs 0.14
+# ms): latency-bound rounds, one row per program; few rows stay on XLA until re-timed.
+AUTO_KERNEL_MAX_K = 64
+AUTO_KERNEL_MIN_ROWS = 1024
 
 
 def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
@@ -34,7 +40,8 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
     scores: [..., 2S] float (not NaN); the first S entries score the first sub-key, the
       last S the second.
     k: how many slots to select, 1 <= k <= S * S.
-    impl: "auto" (the GPU kernel on GPU for k <= AUTO_KERNEL_MAX_K, else the XLA path),
+    impl: "auto" (the GPU kernel on GPU for k <= AUTO_KERNEL_MAX_K and at least
+      AUTO_KERNEL_MIN_ROWS rows, else the XLA path),
       "xla", "pallas" (the kernel family of this platform: TPU on a TPU, GPU elsewhere),
       "pallas_gpu" or "pallas_tpu" (that family; interpret mode off its platform).
 
@@ -64,7 +71,9 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
     if float64:
       return "float64 scores"
     if k > AUTO_KERNEL_MAX_K:
-      return f"k > {AUTO_KERNEL_MAX_K}: the XLA path is faster"
+      return f"k > {AUTO_KERNEL_MAX_K}: the kernel was not timed faster"
+    if math.prod(scores.shape[:-1]) < AUTO_KERNEL_MIN_ROWS:
+      return f"fewer than {AUTO_KERNEL_MIN_ROWS} rows (decode): the XLA path was faster"
     return None
 
   chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla", pallas_unsupported=kernel_not_chosen)

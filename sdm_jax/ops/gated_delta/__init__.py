@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+from pallas_kernels import platform
 from pallas_kernels.gated_delta import chunk_pallas
+from pallas_kernels.gated_delta import state_pallas
 from sdm_jax.ops import dispatch
 from sdm_jax.ops.precision import accumulation_dtype
 from sdm_jax.ops.gated_delta.chunk import PALLAS_BACKWARDS
@@ -26,17 +28,38 @@ def pallas_unsupported(q, k, v, chunk_size: int) -> str | None:
                                     dtype=accumulation_dtype(q.dtype, k.dtype, v.dtype))
 
 
+# Timed on one H200 (WORKSPACE.md, issue 16): the chunk-local kernels made the forward
+# slower than the chunked XLA path with the state kernel at two of three shapes (1.29-1.41
+# vs 1.02 ms at B=4, T=4096, H=8), and their backward kernels 1.8-2.3x slower than the XLA
+# backward. "auto" keeps the chunked path (with the state kernel on GPU) until they win.
+_AUTO_KEEPS_CHUNKED = "the chunk-local kernels were slower than the chunked path on the H200"
+
+
+def state_kernel_unsupported(q, k, v) -> str | None:
+  """Why the Pallas state kernel cannot take these inputs, or None if it can."""
+  return state_pallas.kernel_limits(key_dim=q.shape[-1], value_dim=v.shape[-1],
+                                    dtype=accumulation_dtype(q.dtype, k.dtype, v.dtype))
+
+
+def chunked_state_pass(q, k, v) -> str:
+  """The state pass "chunked" runs: the Pallas state kernel on a GPU when it takes the
+  inputs (faster than the `lax.scan` at every shape timed on the H200), the scan otherwise."""
+  if platform.on_gpu() and state_kernel_unsupported(q, k, v) is None:
+    return "pallas"
+  return "scan"
+
+
 def resolve_impl(impl: str, q, k, v, *, chunk_size: int = 64) -> str:
   """The implementation `impl` runs for these inputs (shapes and dtypes are what count).
 
-  "auto" is the Pallas kernels ("pallas_gpu") on a GPU when they take the inputs
-  (`pallas_unsupported`: float32 accumulation, K, V and chunk_size powers of two >= 16),
-  and the chunked XLA path ("chunked") otherwise. "pallas" is "pallas_gpu" (interpreted
-  off GPU); there is no TPU kernel, so "pallas" on a TPU raises.
+  "auto" is "chunked" everywhere for now (`_AUTO_KEEPS_CHUNKED`): the chunked path, whose
+  state pass is the Pallas state kernel on a GPU (`chunked_state_pass`). "pallas" is
+  "pallas_gpu" (the chunk-local kernels too; interpreted off GPU); there is no TPU kernel,
+  so "pallas" on a TPU raises.
   """
-  resolved = dispatch.resolve_impl(
-      impl, IMPLS, xla="chunked",
-      pallas_unsupported=lambda: pallas_unsupported(q, k, v, chunk_size))
+  del chunk_size  # what "auto" would check (`pallas_unsupported`) once it takes the kernels
+  resolved = dispatch.resolve_impl(impl, IMPLS, xla="chunked",
+                                   pallas_unsupported=lambda: _AUTO_KEEPS_CHUNKED)
   if resolved == "pallas_tpu":
     raise ValueError("there is no TPU kernel for the gated delta rule: use impl='chunked', "
                      "or 'pallas_gpu' (the GPU kernel, interpreted)")
@@ -52,9 +75,9 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
     scale: multiplies q; defaults to K**-0.5.
     initial_state: [B, H, K, V] or None (zeros).
     chunk_size: tokens per chunk of the chunked path (> 0); any T works.
-    impl: "auto" (see `resolve_impl`: the Pallas kernels on a GPU when they take the
-      inputs, else "chunked") | "reference" | "chunked" (XLA; the state pass a `lax.scan`)
-      | "pallas" = "pallas_gpu" (`gated_delta_rule_pallas`: the chunk-local and state
+    impl: "auto" (see `resolve_impl`: "chunked" for now) | "reference" | "chunked" (XLA
+      chunk-local math; the state pass the Pallas state kernel on a GPU where it takes the
+      inputs, a `lax.scan` elsewhere) | "pallas" = "pallas_gpu" (`gated_delta_rule_pallas`: the chunk-local and state
       Pallas kernels for the forward, gradients through the chunked path with the state
       kernel; interpret mode off GPU; no TPU kernel; ValueError naming the limit for inputs
       they cannot take: float64, K, V or chunk_size not a power of two >= 16).
@@ -75,7 +98,7 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
     return gated_delta_rule_pallas(q, k, v, g, beta, scale=scale, initial_state=initial_state,
                                    chunk_size=chunk_size)
   return gated_delta_rule_chunked(q, k, v, g, beta, scale=scale, initial_state=initial_state,
-                                  chunk_size=chunk_size)
+                                  chunk_size=chunk_size, state_pass=chunked_state_pass(q, k, v))
 
 
 __all__ = [
@@ -87,5 +110,6 @@ __all__ = [
     "gated_delta_rule_pallas",
     "gated_delta_rule_reference",
     "gated_delta_step",
+    "chunked_state_pass",
     "resolve_impl",
 ]

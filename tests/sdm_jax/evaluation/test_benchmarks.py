@@ -41,19 +41,19 @@ def test_layer_benchmark_counts_every_parameter():
 def test_topk_benchmark_times_every_implementation_and_tiling():
   result = topk_benchmarks.benchmark(
       rows=[3], sub_keys=[8], ks=[4, 100], dtype="float32",
-      tilings=["default", "block_rows=2;half_select=groups;group_size=4"], warmup=0, repeats=1)
+      tilings=["default", "block_rows=2;half_select=scan"], warmup=0, repeats=1)
   (shape,) = result["results"]  # k = 100 > S * S = 64 is skipped
   assert (shape["rows"], shape["sub_keys"], shape["k"]) == (3, 8, 4)
   for key in ("xla_fwd_ms", "xla_fwd_bwd_ms", "lax_top_k_2s_fwd_ms"):
     assert shape[key] > 0, key
-  default, groups = shape["pallas_gpu"]
-  assert (default["block_rows"], default["half_select"]) == (1, "scan")
-  assert (groups["block_rows"], groups["half_select"], groups["group_size"]) == (2, "groups", 4)
-  for kernel in (default, groups):
+  default, scan = shape["pallas_gpu"]
+  assert default["tiling"] == "default" and default["block_rows"] == topk_pallas.KernelConfig().block_rows
+  assert (scan["block_rows"], scan["half_select"]) == (2, "scan")
+  for kernel in (default, scan):
     assert kernel["same_ids_as_xla"]
     for key in ("fwd_ms", "fwd_bwd_ms", "speedup_over_lax_top_k", "speedup_over_xla"):
       assert kernel[key] > 0, key
-  assert shape["fastest_tiling"] in (default["tiling"], groups["tiling"])
+  assert shape["fastest_tiling"] in (default["tiling"], scan["tiling"])
 
 
 def test_tiling_benchmark_times_each_tiling_on_one_plan():

@@ -290,13 +290,15 @@ def test_pallas_rejects_inputs_the_kernels_cannot_take(inputs):
     ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="pallas_tpu")
 
 
-def test_auto_takes_the_kernels_on_gpu_where_they_fit(monkeypatch, inputs):
-  (q, k, v, _, _), _ = inputs  # K = 8: the kernels decline
+def test_auto_runs_chunked_with_the_state_kernel_on_gpu_where_it_fits(monkeypatch, inputs):
+  (q, k, v, _, _), _ = inputs  # K = 8: the state kernel declines
   fits = make_inputs(0, **KERNEL_SHAPE)[0][:3]
-  assert gated_delta.resolve_impl("auto", *fits) == "chunked"  # CPU
+  assert gated_delta.resolve_impl("auto", *fits) == "chunked"
+  assert gated_delta.chunked_state_pass(*fits) == "scan"  # CPU
   monkeypatch.setattr(platform, "on_gpu", lambda: True)
-  assert gated_delta.resolve_impl("auto", *fits) == "pallas_gpu"
-  assert gated_delta.resolve_impl("auto", *fits, chunk_size=8) == "chunked"
-  assert gated_delta.resolve_impl("auto", q, k, v) == "chunked"
+  assert gated_delta.resolve_impl("auto", *fits) == "chunked"
+  assert gated_delta.resolve_impl("pallas", *fits) == "pallas_gpu"
+  assert gated_delta.chunked_state_pass(*fits) == "pallas"
+  assert gated_delta.chunked_state_pass(q, k, v) == "scan"
   with jax.enable_x64(True):
-    assert gated_delta.resolve_impl("auto", *(x.astype(jnp.float64) for x in fits)) == "chunked"
+    assert gated_delta.chunked_state_pass(*(x.astype(jnp.float64) for x in fits)) == "scan"

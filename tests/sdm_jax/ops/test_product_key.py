@@ -78,9 +78,11 @@ def test_rejects_integer_scores():
     product_key_topk(jnp.ones((2, 12), jnp.int32), 2)
 
 
-@pytest.mark.parametrize("k,dtype,want", [
-    (32, jnp.float32, "pallas"), (33, jnp.float32, "xla"), (8, jnp.float64, "xla")])
-def test_auto_on_gpu_takes_the_kernel_only_where_it_was_faster(monkeypatch, k, dtype, want):
+@pytest.mark.parametrize("k,rows,dtype,want", [
+    (64, 1024, jnp.float32, "pallas"), (65, 1024, jnp.float32, "xla"),
+    (8, 1023, jnp.float32, "xla"), (8, 1024, jnp.float64, "xla")])
+def test_auto_on_gpu_takes_the_kernel_only_where_it_was_faster(monkeypatch, k, rows, dtype,
+                                                               want):
   from pallas_kernels import platform
   from pallas_kernels.product_key import topk_pallas, topk_xla
   ran = []
@@ -89,7 +91,7 @@ def test_auto_on_gpu_takes_the_kernel_only_where_it_was_faster(monkeypatch, k, d
                         lambda s, k, name=name: ran.append(name) or (s[..., :k], s[..., :k]))
   monkeypatch.setattr(platform, "on_gpu", lambda: True)
   with jax.enable_x64(dtype == jnp.float64):
-    product_key_topk(jnp.ones((2, 16), dtype), k)
+    product_key_topk(jnp.ones((rows, 2 * 9), dtype), k)
   assert ran == [want]
 
 
