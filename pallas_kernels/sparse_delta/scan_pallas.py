@@ -104,8 +104,9 @@ def _barrier(interpret):
     pltriton.debug_barrier()
 
 
-def _onehot_matmul(onehot, x, pieces):
-  """onehot [M, K] (0/1) @ x [K, N] float32, as bf16 tensor-core matmuls of x's pieces."""
+def onehot_matmul(onehot, x, pieces):
+  """onehot [M, K] (0/1) @ x [K, N] float32, as bf16 tensor-core matmuls of x's pieces:
+  exact for values that `pieces` bfloat16 pieces hold (1: bf16 values, 3: float32)."""
   onehot = onehot.astype(jnp.bfloat16)
   parts = []
   rest = x
@@ -179,7 +180,7 @@ def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
     safe = jnp.where(valid, entries, num_entries - 1)
     local = jnp.where(valid, r[prefix + "entry_row"][(*lead, safe)] - first_row, -1)
     contrib = contribution(safe, valid, jnp.where(valid, entries, num_entries))
-    return acc + _onehot_matmul(local[None, :] == row_ids, contrib, pieces)
+    return acc + onehot_matmul(local[None, :] == row_ids, contrib, pieces)
 
   num_blocks = (end - begin + block - 1) // block
   return lax.fori_loop(0, num_blocks, body, jnp.zeros((rows, config.block_cols), jnp.float32))

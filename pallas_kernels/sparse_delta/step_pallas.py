@@ -31,6 +31,7 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.blocks import next_power_of_two
+from pallas_kernels.sparse_delta.scan_pallas import onehot_matmul
 
 TABLE_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16))
 ERRORS = ("shared", "per_slot")
@@ -52,19 +53,6 @@ def kernel_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
 def default_block_cols(value_dim: int) -> int:
   """Value columns per program: the largest of 64, 32, 16 dividing Dv (a multiple of 16)."""
   return next(block for block in (64, 32, 16) if value_dim % block == 0)
-
-
-def _match_rows(match, rows, pieces: int):
-  """match [R, W] (0/1) @ rows [W, BD] float32, exact for values that `pieces` bfloat16
-  pieces hold (1 for rows rounded to bfloat16, 3 for float32): tensor-core matmuls."""
-  match = match.astype(jnp.bfloat16)
-  total, rest = None, rows
-  for _ in range(pieces):
-    piece = rest.astype(jnp.bfloat16)
-    rest = rest - piece.astype(jnp.float32)
-    part = jnp.dot(match, piece, preferred_element_type=jnp.float32)
-    total = part if total is None else total + part
-  return total
 
 
 def _kernel(write_idx_ref, write_w_ref, v_ref, beta_ref, g_ref, read_idx_ref, read_w_ref,
@@ -95,7 +83,7 @@ def _kernel(write_idx_ref, write_w_ref, v_ref, beta_ref, g_ref, read_idx_ref, re
   match = (read_idx[:, None] == write_idx[None, :]) & written[None, :]  # [R, W]
   rewritten = jnp.max(match.astype(jnp.int32), axis=1) > 0
   after_write = jnp.where(rewritten[:, None],
-                          _match_rows(match, new_rows.astype(jnp.float32), pieces), read_rows)
+                          onehot_matmul(match, new_rows.astype(jnp.float32), pieces), read_rows)
   out_ref[bh, pl.ds(slab * block_cols, block_cols)] = jnp.sum(
       read_w_ref[bh, :][:, None] * after_write, axis=0)
 
