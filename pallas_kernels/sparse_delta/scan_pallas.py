@@ -64,14 +64,23 @@ class KernelConfig(NamedTuple):
   num_warps: int = 4
 
 
-def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str | None:
-  """Why the kernels cannot take these shapes, or None if they can."""
+def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
+  """Why a kernel that moves table rows in column slabs (these and the decode step's)
+  cannot take this table, or None if it can."""
   if jnp.dtype(table_dtype) not in TABLE_DTYPES:
     return f"the table must be float32 or bfloat16, got {jnp.dtype(table_dtype).name}"
-  if jnp.dtype(plan_dtype) != jnp.float32:
-    return f"inputs must accumulate in float32, got {jnp.dtype(plan_dtype).name} (float64?)"
+  if jnp.dtype(accumulation) != jnp.float32:
+    return f"inputs must accumulate in float32, got {jnp.dtype(accumulation).name} (float64?)"
   if value_dim % 16:
     return f"Dv must be a multiple of 16, got {value_dim}"
+  return None
+
+
+def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str | None:
+  """Why the kernels cannot take these shapes, or None if they can."""
+  reason = table_limits(value_dim=value_dim, table_dtype=table_dtype, accumulation=plan_dtype)
+  if reason:
+    return reason
   if chunk & (chunk - 1) or not 16 <= chunk <= MAX_CHUNK:
     return f"the chunk length must be a power of two in [16, {MAX_CHUNK}], got {chunk}"
   return None

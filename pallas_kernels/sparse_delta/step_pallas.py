@@ -31,28 +31,23 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.blocks import next_power_of_two
-from pallas_kernels.sparse_delta.scan_pallas import onehot_matmul
+from pallas_kernels.sparse_delta import scan_pallas
 
-TABLE_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16))
 ERRORS = ("shared", "per_slot")
 MIN_ROWS = 16  # tensor-core dots need dims >= 16: W and R pad to this
 _NO_SLOT = -1
 
 
 def kernel_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
-  """Why the kernel cannot take these inputs, or None if it can."""
-  if jnp.dtype(table_dtype) not in TABLE_DTYPES:
-    return f"the table must be float32 or bfloat16, got {jnp.dtype(table_dtype).name}"
-  if jnp.dtype(accumulation) != jnp.float32:
-    return f"inputs must accumulate in float32, got {jnp.dtype(accumulation).name} (float64?)"
-  if value_dim % 16:
-    return f"Dv must be a multiple of 16, got {value_dim}"
-  return None
+  """Why the kernel cannot take these inputs, or None if it can: those of the phase-2
+  kernels' tables (`scan_pallas.table_limits`)."""
+  return scan_pallas.table_limits(value_dim=value_dim, table_dtype=table_dtype,
+                                  accumulation=accumulation)
 
 
 def default_block_cols(value_dim: int) -> int:
-  """Value columns per program: the largest of 64, 32, 16 dividing Dv (a multiple of 16)."""
-  return next(block for block in (64, 32, 16) if value_dim % block == 0)
+  """Value columns per program: the phase-2 kernels' slab width for this Dv."""
+  return scan_pallas.default_config(value_dim).block_cols
 
 
 def _kernel(write_idx_ref, write_w_ref, v_ref, beta_ref, g_ref, read_idx_ref, read_w_ref,
@@ -83,7 +78,7 @@ def _kernel(write_idx_ref, write_w_ref, v_ref, beta_ref, g_ref, read_idx_ref, re
   match = (read_idx[:, None] == write_idx[None, :]) & written[None, :]  # [R, W]
   rewritten = jnp.max(match.astype(jnp.int32), axis=1) > 0
   after_write = jnp.where(rewritten[:, None],
-                          onehot_matmul(match, new_rows.astype(jnp.float32), pieces), read_rows)
+                          scan_pallas.onehot_matmul(match, new_rows.astype(jnp.float32), pieces), read_rows)
   out_ref[bh, pl.ds(slab * block_cols, block_cols)] = jnp.sum(
       read_w_ref[bh, :][:, None] * after_write, axis=0)
 
@@ -158,4 +153,4 @@ def sparse_delta_step(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
                block_cols=block_cols, num_warps=num_warps, interpret=interpret)
 
 
-__all__ = ["ERRORS", "TABLE_DTYPES", "default_block_cols", "kernel_limits", "sparse_delta_step"]
+__all__ = ["ERRORS", "default_block_cols", "kernel_limits", "sparse_delta_step"]
