@@ -43,6 +43,15 @@ def brute_force(scores: np.ndarray, k: int):
   return order.astype(np.int32), np.take_along_axis(sums, order, axis=-1)
 
 
+def assert_matches_brute_force(idx, logits, scores, k):
+  """ids equal brute force's; logits equal its float32 sums rounded to the scores' dtype."""
+  want_idx, want_sums = brute_force(np.asarray(scores.astype(jnp.float32)), k)
+  np.testing.assert_array_equal(np.asarray(idx), want_idx, err_msg=str(scores.dtype))
+  np.testing.assert_array_equal(np.asarray(logits.astype(jnp.float32)),
+                                np.asarray(jnp.asarray(want_sums).astype(scores.dtype)
+                                           .astype(jnp.float32)))
+
+
 def random_scores(seed, sub_keys, dtype, rows=3):
   """Rows of random scores; row 0 rounded to integers (many tied sums), row 1 with a
   constant first half (every pair's order decided by ids within the second half)."""
@@ -68,12 +77,8 @@ def test_matches_brute_force(impl, sub_keys, k):
       idx, logits = tpu_interpret.assert_no_races(topk, scores, k)
     else:
       idx, logits = topk(scores, k)
-    want_idx, want_sums = brute_force(np.asarray(scores.astype(jnp.float32)), k)
     assert idx.dtype == jnp.int32 and logits.dtype == dtype and idx.shape == (3, k)
-    np.testing.assert_array_equal(np.asarray(idx), want_idx, err_msg=str(dtype))
-    np.testing.assert_array_equal(np.asarray(logits.astype(jnp.float32)),
-                                  np.asarray(jnp.asarray(want_sums).astype(dtype)
-                                             .astype(jnp.float32)))
+    assert_matches_brute_force(idx, logits, scores, k)
 
 
 @pytest.mark.parametrize("impl", ["pallas", "pallas_tpu"])
@@ -123,11 +128,7 @@ def test_kernel_configs_match_brute_force(config, sub_keys, k):
     scores = random_scores(sub_keys + k, sub_keys, dtype, rows=5)
     idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
                           static_argnums=1)(scores, k)
-    want_idx, want_sums = brute_force(np.asarray(scores.astype(jnp.float32)), k)
-    np.testing.assert_array_equal(np.asarray(idx), want_idx, err_msg=str(dtype))
-    np.testing.assert_array_equal(np.asarray(logits.astype(jnp.float32)),
-                                  np.asarray(jnp.asarray(want_sums).astype(dtype)
-                                             .astype(jnp.float32)))
+    assert_matches_brute_force(idx, logits, scores, k)
 
 
 def test_ordered_key_orders_like_the_floats():
@@ -190,9 +191,7 @@ def test_compiled_tpu_kernel_matches_brute_force(sub_keys, k):
   scores = random_scores(8, sub_keys, jnp.float32, rows=256)
   idx, logits = jax.jit(functools.partial(topk_pallas_tpu.product_key_topk, interpret=False),
                         static_argnums=1)(scores, k)
-  want_idx, want_sums = brute_force(np.asarray(scores), k)
-  np.testing.assert_array_equal(np.asarray(idx), want_idx)
-  np.testing.assert_array_equal(np.asarray(logits), want_sums)
+  assert_matches_brute_force(idx, logits, scores, k)
 
 
 @pytest.mark.gpu
@@ -203,9 +202,7 @@ def test_compiled_kernel_configs_match_brute_force(config, sub_keys, k):
   scores = random_scores(9, sub_keys, jnp.float32, rows=259)
   idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
                         static_argnums=1)(scores, k)
-  want_idx, want_sums = brute_force(np.asarray(scores), k)
-  np.testing.assert_array_equal(np.asarray(idx), want_idx)
-  np.testing.assert_array_equal(np.asarray(logits), want_sums)
+  assert_matches_brute_force(idx, logits, scores, k)
 
 
 @pytest.mark.gpu
@@ -215,6 +212,4 @@ def test_compiled_matches_brute_force(impl, sub_keys, k):
   """On the GPU: the compiled kernel, and the XLA path's tie rule (GPU `lax.top_k`)."""
   scores = random_scores(7, sub_keys, jnp.float32, rows=256)
   idx, logits = jax.jit(IMPLS[impl], static_argnums=1)(scores, k)
-  want_idx, want_sums = brute_force(np.asarray(scores), k)
-  np.testing.assert_array_equal(np.asarray(idx), want_idx)
-  np.testing.assert_array_equal(np.asarray(logits), want_sums)
+  assert_matches_brute_force(idx, logits, scores, k)
