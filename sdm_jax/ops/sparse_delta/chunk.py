@@ -81,6 +81,7 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
   """Phase 1 for one chunk: write_idx, write_w [C, W]; v [C, Dv]; beta, g [C]; read_* [C, R]."""
   chunk, num_writes = write_idx.shape
   num_unique = chunk * num_writes
+  dtype = write_w.dtype
 
   # The chunk's unique written slots, by one stable sort whose order the kernels' layout
   # reuses (`ChunkIds.write_order`): entry e of the sorted list is write (t, i) = order[e].
@@ -97,20 +98,7 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
   found = slots[jnp.minimum(read_pos, num_unique - 1)] == read_idx
   # Reads of slots the chunk does not write point at an extra all-zero row.
   read_pos = jnp.where(found, read_pos, num_unique)
-  coefs = _chunk_coefs(write_pos, read_pos, write_w, v, beta, g, read_w, error)
-  return ChunkPlan(ChunkIds(slots, write_pos, read_idx, write_order), coefs)
 
-
-# Rematerialised in the backward: its slot-major [U + 1, C] tables (four float32 tensors of
-# T * C * W, 1.1 GB of the 4.5 GB of residuals of sdm_small's layer) are a scatter-add and
-# a cumsum to recompute, while saving them would hold them through phase 2's backward.
-@functools.partial(jax.checkpoint, static_argnums=(7,))
-def _chunk_coefs(write_pos, read_pos, write_w, v, beta, g, read_w, error) -> ChunkCoefs:
-  """The table-independent coefficients of one chunk, given its slot positions:
-  write_pos [C, W] in the unique written slots; read_pos [C, R] there (U: not written)."""
-  chunk, num_writes = write_pos.shape
-  num_unique = chunk * num_writes
-  dtype = write_w.dtype
   if error == "shared":
     log_decay = jnp.broadcast_to(g[:, None], write_w.shape)
   else:
@@ -121,7 +109,7 @@ def _chunk_coefs(write_pos, read_pos, write_w, v, beta, g, read_w, error) -> Chu
     retention = jnp.where(overwrite, _MIN_LOG_RETENTION,
                           jnp.maximum(retention, _MIN_LOG_RETENTION))
     log_decay = g[:, None] + retention
-  token = jnp.broadcast_to(jnp.arange(chunk)[:, None], write_pos.shape)
+  token = jnp.broadcast_to(jnp.arange(chunk)[:, None], write_idx.shape)
   # Slot-major tables over the chunk's unique slots, one column per token.
   empty = jnp.zeros((num_unique + 1, chunk), dtype)
   key_table = empty.at[write_pos, token].add(write_w)
@@ -140,7 +128,7 @@ def _chunk_coefs(write_pos, read_pos, write_w, v, beta, g, read_w, error) -> Chu
   else:
     solve = write_coef = None
     values = beta[:, None] * v
-  return ChunkCoefs(
+  coefs = ChunkCoefs(
       write_coef=write_coef,
       solve=solve,
       read_coef=read_w * jnp.exp(read_log),
@@ -149,6 +137,7 @@ def _chunk_coefs(write_pos, read_pos, write_w, v, beta, g, read_w, error) -> Chu
       end_decay=jnp.exp(end_log[:num_unique]),
       values=values,
   )
+  return ChunkPlan(ChunkIds(slots, write_pos, read_idx, write_order), coefs)
 
 
 def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: int,
