@@ -62,6 +62,7 @@ class KernelConfig(NamedTuple):
   entry_block: int = 64     # slot-sorted entries per one-hot matmul
   group_entries: int = 128  # token-major entries per program of the gather kernels
   num_warps: int = 4
+  num_stages: int = 1       # Triton software pipelining of the kernels' loops (1: none)
 
 
 def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
@@ -402,7 +403,8 @@ def _call(kernel, grid, chunk_index, inputs: dict, outputs: dict, aliases=(), *,
       grid=grid,
       input_output_aliases={in_names.index(n): out_names.index(n) for n in aliases},
       interpret=interpret,
-      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
+                                             num_stages=config.num_stages),
   )(*inputs.values())
   return dict(zip(out_names, results))
 
