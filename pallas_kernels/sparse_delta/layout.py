@@ -13,8 +13,8 @@ with small one-hot matmuls over entries sorted by slot:
 * Rows past the last segment have `row_slot >= num_slots` and are skipped.
 
 For writes, phase 1's positions in the sorted unique slots already are segment ids, so the
-rows are `ChunkIds.slots` themselves (row r = position r), and phase 1's sort
-(`ChunkIds.write_order`) is the entries' order. W and R are padded to powers of
+rows are `ChunkIds.slots` themselves (row r = position r). Phase 1's sorts
+(`ChunkIds.write_order`, `ChunkIds.read_order`) are the entries' orders. W and R are padded to powers of
 two with entries that sort after every real one and belong to no tile, so that every block
 the kernels load has a power-of-two size.
 """
@@ -47,14 +47,6 @@ def pad_entries(x: jax.Array, width: int, fill) -> jax.Array:
 def num_rows(entries: int, row_tile: int) -> int:
   """Rows of the row layout: enough tiles for one segment per entry."""
   return -(-entries // row_tile) * row_tile
-
-
-def _per_chunk(fn, *arrays):
-  """Applies fn to every chunk: arrays [..., C, width] are flattened to [n, C * width]."""
-  lead = arrays[0].shape[:-2]
-  flat = [x.reshape(-1, x.shape[-2] * x.shape[-1]) for x in arrays]
-  result = jax.vmap(fn)(*flat)
-  return jax.tree.map(lambda x: x.reshape(*lead, *x.shape[1:]), result)
 
 
 def _tile_starts(sorted_rows, rows, row_tile):
@@ -90,23 +82,30 @@ def write_layout(write_pos: jax.Array, slots: jax.Array, write_order: jax.Array,
                      entry_begin=begin)
 
 
-def read_layout(read_idx: jax.Array, *, num_slots: int, width: int,
+def read_layout(read_idx: jax.Array, read_order: jax.Array, *, num_slots: int, width: int,
                 row_tile: int) -> EntryLayout:
-  """read_idx [..., C, R] slot ids; R padded to `width`. Rows are the distinct read slots."""
-  chunk = read_idx.shape[-2]
+  """read_idx [..., C, R] slot ids and phase 1's stable slot order of the read entries
+  `read_order` [..., C * R] (`ChunkIds`); R padded to `width`. Rows are the distinct read
+  slots. No sort: phase 1's order is the layout's, padding entries appended in no tile."""
+  chunk, num_reads = read_idx.shape[-2:]
   rows = num_rows(chunk * width, row_tile)
+  tokens = jnp.arange(chunk, dtype=jnp.int32)[:, None]
+  padding = (tokens * width + jnp.arange(num_reads, width, dtype=jnp.int32)).reshape(-1)
 
-  def one(keys):
-    order = jnp.argsort(keys, stable=True).astype(jnp.int32)
+  def one(keys, order):
     sorted_slots = keys[order]
     starts = jnp.concatenate([jnp.ones((1,), bool), sorted_slots[1:] != sorted_slots[:-1]])
     segment = jnp.cumsum(starts.astype(jnp.int32)) - 1
-    real = sorted_slots < num_slots
-    row = jnp.where(real, segment, rows)  # padding entries belong to no tile
-    row_slot = jnp.full((rows,), num_slots, jnp.int32).at[row].set(sorted_slots, mode="drop")
-    return order, row, row_slot, _tile_starts(row, rows, row_tile)
+    row_slot = jnp.full((rows,), num_slots, jnp.int32).at[segment].set(sorted_slots)
+    real_order = (order // num_reads) * width + order % num_reads  # padded token-major
+    row = jnp.concatenate([segment, jnp.full(padding.shape, rows, jnp.int32)])
+    return (jnp.concatenate([real_order, padding]), row, row_slot,
+            _tile_starts(row, rows, row_tile))
 
-  padded = pad_entries(read_idx.astype(jnp.int32), width, num_slots)
-  order, row, row_slot, begin = _per_chunk(one, padded)
+  lead = read_idx.shape[:-2]
+  keys = read_idx.reshape(-1, chunk * num_reads).astype(jnp.int32)
+  orders = read_order.reshape(-1, chunk * num_reads).astype(jnp.int32)
+  order, row, row_slot, begin = jax.tree.map(
+      lambda x: x.reshape(*lead, *x.shape[1:]), jax.vmap(one)(keys, orders))
   return EntryLayout(order=order, token=order // width, row=row, row_slot=row_slot,
                      entry_begin=begin)

@@ -21,6 +21,8 @@ class ChunkIds(NamedTuple):
   read_idx: jax.Array   # [..., C, R] read slot ids
   write_order: jax.Array  # [..., C * W] token-major write entries (t * W + i) sorted by slot,
   #                         ties by token: the sort phase 1 made, reused by the kernels' layout
+  read_order: jax.Array   # [..., C * R] token-major read entries (t * R + j) sorted by slot,
+  #                         ties by token (phase 1's pair-weight kernel and phase 2's layout)
 
 
 class ChunkCoefs(NamedTuple):

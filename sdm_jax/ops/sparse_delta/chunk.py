@@ -137,7 +137,8 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
       end_decay=jnp.exp(end_log[:num_unique]),
       values=values,
   )
-  return ChunkPlan(ChunkIds(slots, write_pos, read_idx, write_order), coefs)
+  read_order = jnp.argsort(read_idx.reshape(-1), stable=True).astype(jnp.int32)
+  return ChunkPlan(ChunkIds(slots, write_pos, read_idx, write_order, read_order), coefs)
 
 
 def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: int,

@@ -36,8 +36,9 @@ def test_read_layout_sums_every_entry_once(reads, width, row_tile):
   rng = np.random.default_rng(reads)
   num_slots, chunk = 12, 7  # heavy reuse: 7 tokens x `reads` ids over 12 slots
   read_idx = rng.integers(0, num_slots, (chunk, reads))
-  entries = layout.read_layout(jnp.asarray(read_idx)[None], num_slots=num_slots,
-                               width=width, row_tile=row_tile)
+  order = np.argsort(read_idx.reshape(-1), kind="stable")  # phase 1's sort
+  entries = layout.read_layout(jnp.asarray(read_idx)[None], jnp.asarray(order)[None],
+                               num_slots=num_slots, width=width, row_tile=row_tile)
   entries = layout.EntryLayout(*(np.asarray(x)[0] for x in entries))
   values = rng.standard_normal(chunk * width)
   values.reshape(chunk, width)[:, reads:] = 0  # padding entries carry nothing

@@ -437,7 +437,7 @@ def test_a_bfloat16_table_gives_gradients_within_a_few_bf16_roundings():
 def test_plan_ids_are_numpys_unique_and_stable_sort():
   """Phase 1's integer plan per chunk: the sorted unique written slots (then distinct
   out-of-range padding ids), each write's position among them, and the stable slot order
-  of the write entries that the kernels' layout reuses."""
+  of the write and read entries that the kernels' layouts reuse."""
   args = random_inputs(19, seq_len=20)
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
   num_slots = inputs.memory.shape[-2]
@@ -457,3 +457,6 @@ def test_plan_ids_are_numpys_unique_and_stable_sort():
                                   position.reshape(-1))
     np.testing.assert_array_equal(np.asarray(ids.write_order[b, h, c]),
                                   np.argsort(tokens.reshape(-1), kind="stable"))
+    np.testing.assert_array_equal(
+        np.asarray(ids.read_order[b, h, c]),
+        np.argsort(np.asarray(ids.read_idx[b, h, c]).reshape(-1), kind="stable"))
