@@ -152,7 +152,7 @@ def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk,
   return acc
 
 
-def _gather(ref, lead, rows, cols, valid):
+def gather_rows(ref, lead, rows, cols, valid):
   """ref[*lead, rows, cols] widened to float32, zero where not valid. rows, valid [...]."""
   idx = rows[..., None]
   col_idx = cols.reshape((1,) * rows.ndim + cols.shape)
@@ -244,7 +244,7 @@ def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
   for slot_name, coef_name, out_name in targets:
     slots = r[slot_name][c, bh, pl.ds(t0, group), :]
     coef = r[coef_name][c, bh, pl.ds(t0, group), :]
-    rows = _gather(r["table"], (bh,), slots, cols, slots < dims.num_slots)
+    rows = gather_rows(r["table"], (bh,), slots, cols, slots < dims.num_slots)
     r[out_name][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(
         coef[:, :, None] * rows, axis=1)
 
@@ -277,14 +277,14 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
   c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
   here = (c, bh)
   table = r["table_out"]
-  written = _gather(table, (bh,), row_slot, cols, valid)
+  written = gather_rows(table, (bh,), row_slot, cols, valid)
   r["snapshot_out"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)] = written.astype(table.dtype)
   delta_ref = r["delta"] if dims.shared else r["values"]
 
   def update(entries, entry_valid, store_at):
     del store_at
     token = r["entry_token"][c, bh, entries]
-    delta = _gather(delta_ref, here, token, cols, entry_valid)
+    delta = gather_rows(delta_ref, here, token, cols, entry_valid)
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   sums = _row_tile_sums(r, "", here, tile_index, config, pieces, update)
@@ -305,7 +305,7 @@ def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
   t0 = pl.multiple_of(pl.program_id(1) * group, group)
   slots = r["write_slot"][c, bh, pl.ds(t0, group), :]
   coef = r["update_coef"][c, bh, pl.ds(t0, group), :]
-  d_new = _gather(r["d_table"], (bh,), slots, cols, slots < dims.num_slots)  # [G, W, BD]
+  d_new = gather_rows(r["d_table"], (bh,), slots, cols, slots < dims.num_slots)  # [G, W, BD]
   delta_ref = r["delta"] if dims.shared else r["values"]
   delta = delta_ref[c, bh, pl.ds(t0, group), pl.ds(cols0, block)]
   r["kd"][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(coef[:, :, None] * d_new, axis=1)
@@ -342,15 +342,15 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
   _scatter(r["table_out"], (bh,), row_slot, cols, written, valid)  # undo the chunk's writes
   written = written.astype(jnp.float32)
   d_table = r["d_table_out"]
-  d_end = _gather(d_table, (bh,), row_slot, cols, valid)
+  d_end = gather_rows(d_table, (bh,), row_slot, cols, valid)
   r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
   d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
   if dims.shared:
     def start_estimate(entries, entry_valid, store_at):
       token = r["entry_token"][c, bh, entries]
-      d_r0 = -_gather(r["d_values"], here, token, cols, entry_valid)
+      d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: the snapshot row of its slot.
-      start_rows = _gather(r["snapshot"], here, r["entry_row"][c, bh, entries], cols,
+      start_rows = gather_rows(r["snapshot"], here, r["entry_row"][c, bh, entries], cols,
                            entry_valid)
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
                      jnp.sum(start_rows * d_r0, axis=1), mask=entry_valid)
@@ -372,16 +372,16 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: in
 
   def read_cotangent(entries, entry_valid, store_at):
     token = r["read_entry_token"][c, bh, entries]
-    d_out = _gather(r["d_out"], here, token, cols, entry_valid)
+    d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
     slot = r["read_row_slot"][c, bh, r["read_entry_row"][c, bh, entries]]
-    start_rows = _gather(r["table"], (bh,), slot, cols, entry_valid)
+    start_rows = gather_rows(r["table"], (bh,), slot, cols, entry_valid)
     pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
                    jnp.sum(start_rows * d_out, axis=1), mask=entry_valid)
     return r["read_entry_coef"][c, bh, entries][:, None] * d_out
 
   sums = _row_tile_sums(r, "read_", here, tile_index, config, pieces, read_cotangent)
   d_table = r["d_table_out"]
-  current = _gather(d_table, (bh,), row_slot, cols, valid)
+  current = gather_rows(d_table, (bh,), row_slot, cols, valid)
   _scatter(d_table, (bh,), row_slot, cols, current + sums, valid)
 
 

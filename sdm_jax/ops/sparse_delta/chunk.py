@@ -29,6 +29,7 @@ from jax import lax
 import jax.numpy as jnp
 
 from pallas_kernels.blocks import next_power_of_two
+from pallas_kernels.sparse_delta import pair_weights
 from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_pallas_tpu
 from pallas_kernels.sparse_delta import scan_xla
@@ -45,6 +46,10 @@ PHASE2 = {"chunked": scan_xla.scan_chunks, "pallas_gpu": scan_pallas.scan_chunks
 KERNEL_LIMITS = {"pallas_gpu": scan_pallas.kernel_limits,
                  "pallas_tpu": scan_pallas_tpu.kernel_limits}
 MAX_KERNEL_CHUNK = min(scan_pallas.MAX_CHUNK, scan_pallas_tpu.MAX_CHUNK)
+# How every impl differentiates phase 1's pair weights. The backward kernel
+# (`pair_weights`, "pallas") matches XLA's autodiff in interpret mode and lowers to Triton,
+# but has not been compiled or timed on a GPU yet; until it is, XLA's ("xla") runs.
+PAIR_BACKWARD = "xla"
 
 # The C x C products feed the recurrence: keep them in full float32 (no TF32 on GPU).
 _PRECISION = lax.Precision.HIGHEST
@@ -55,34 +60,12 @@ _PRECISION = lax.Precision.HIGHEST
 _MIN_LOG_RETENTION = -80.0
 
 
-# Rematerialised in the backward: its [C, X, C] intermediates would otherwise be saved for
-# every chunk (8 float32 tensors of T * X * C, 2.1 GB of the 6.2 GB of residuals of
-# sdm_small's layer), while recomputing them is a few gathers and an exp.
-@functools.partial(jax.checkpoint, static_argnums=(5,))
-def _pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, strict):
-  """P[t, u] = sum_x weights[t, x] k_u(s) exp(L_t(s) - L_u(s)), s the slot of entry (t, x).
-
-  pos [C, X] rows of the slot tables; weights, log_at_token [C, X]; key_table and
-  cum_log_decay [U + 1, C] hold k_u(s) and L_u(s). Causal: u < t (strict) or u <= t.
-  """
-  tokens = jnp.arange(pos.shape[0])
-  if strict:
-    causal = tokens[None, :] < tokens[:, None]
-  else:
-    causal = tokens[None, :] <= tokens[:, None]
-  keys = key_table[pos]  # [C, X, C]: k_u(s) for every token u
-  gap = log_at_token[:, :, None] - cum_log_decay[pos]
-  # Acausal gaps are positive and may overflow; zero them before exp, not after.
-  gap = jnp.where(causal[:, None, :], gap, 0)
-  return jnp.sum(weights[:, :, None] * keys * jnp.exp(gap), axis=1) * causal
-
-
-def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, error):
-  """Phase 1 for one chunk: write_idx, write_w [C, W]; v [C, Dv]; beta, g [C]; read_* [C, R]."""
+def _chunk_ids(write_idx, read_idx, *, num_slots):
+  """The integer part of one chunk's plan: write_idx [C, W], read_idx [C, R] ->
+  (ChunkIds, read_pos [C, R]: each read's row among the unique written slots, U if the
+  chunk does not write it)."""
   chunk, num_writes = write_idx.shape
   num_unique = chunk * num_writes
-  dtype = write_w.dtype
-
   # The chunk's unique written slots, by one stable sort whose order the kernels' layout
   # reuses (`ChunkIds.write_order`): entry e of the sorted list is write (t, i) = order[e].
   flat_ids = write_idx.reshape(-1).astype(jnp.int32)
@@ -98,7 +81,14 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
   found = slots[jnp.minimum(read_pos, num_unique - 1)] == read_idx
   # Reads of slots the chunk does not write point at an extra all-zero row.
   read_pos = jnp.where(found, read_pos, num_unique)
+  read_order = jnp.argsort(read_idx.reshape(-1), stable=True).astype(jnp.int32)
+  return ChunkIds(slots, write_pos, read_idx, write_order, read_order), read_pos
 
+
+def _slot_tables(write_pos, write_w, beta, g, *, error):
+  """Slot-major tables over one chunk's unique written slots, one column per token:
+  key_table, cum_log_decay [U + 1, C] (k_u(s) and L_u(s); row U stays zero)."""
+  chunk = write_pos.shape[0]
   if error == "shared":
     log_decay = jnp.broadcast_to(g[:, None], write_w.shape)
   else:
@@ -109,18 +99,24 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
     retention = jnp.where(overwrite, _MIN_LOG_RETENTION,
                           jnp.maximum(retention, _MIN_LOG_RETENTION))
     log_decay = g[:, None] + retention
-  token = jnp.broadcast_to(jnp.arange(chunk)[:, None], write_idx.shape)
-  # Slot-major tables over the chunk's unique slots, one column per token.
-  empty = jnp.zeros((num_unique + 1, chunk), dtype)
+  token = jnp.broadcast_to(jnp.arange(chunk)[:, None], write_pos.shape)
+  empty = jnp.zeros((write_pos.size + 1, chunk), write_w.dtype)
   key_table = empty.at[write_pos, token].add(write_w)
   cum_log_decay = jnp.cumsum(empty.at[write_pos, token].add(log_decay), axis=1)
-  write_log = cum_log_decay[write_pos, token]
-  read_log = cum_log_decay[read_pos, jnp.arange(chunk)[:, None]]
-  end_log = cum_log_decay[:, -1]
+  return key_table, cum_log_decay
 
-  qk = _pair_weights(read_pos, read_w, read_log, key_table, cum_log_decay, False)
+
+def _log_at(cum_log_decay, pos):
+  """L_t(s) of each entry (t, x) of pos [C, X]: the table at (pos[t, x], t)."""
+  return cum_log_decay[pos, jnp.arange(pos.shape[0])[:, None]]
+
+
+def _coefficients(write_pos, write_w, write_log, v, beta, read_w, read_log, cum_log_decay, qk,
+                  attn, *, error) -> ChunkCoefs:
+  """The rest of one chunk's coefficients, given its tables, the log decays at its
+  entries (`_log_at`) and its pair weights."""
+  end_log = cum_log_decay[:, -1]
   if error == "shared":
-    attn = _pair_weights(write_pos, write_w, write_log, key_table, cum_log_decay, True)
     solve = unit_lower_triangular_inverse(beta[:, None] * attn,
                                           precision=_PRECISION) * beta[None, :]
     write_coef = write_w * jnp.exp(write_log)
@@ -128,27 +124,27 @@ def _plan_chunk(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots, 
   else:
     solve = write_coef = None
     values = beta[:, None] * v
-  coefs = ChunkCoefs(
+  return ChunkCoefs(
       write_coef=write_coef,
       solve=solve,
       read_coef=read_w * jnp.exp(read_log),
       qk=qk,
       update_coef=write_w * jnp.exp(end_log[write_pos] - write_log),
-      end_decay=jnp.exp(end_log[:num_unique]),
+      end_decay=jnp.exp(end_log[:write_pos.size]),
       values=values,
   )
-  read_order = jnp.argsort(read_idx.reshape(-1), stable=True).astype(jnp.int32)
-  return ChunkPlan(ChunkIds(slots, write_pos, read_idx, write_order, read_order), coefs)
 
 
 def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: int,
-                chunk_size: int, error: str, shorten: bool = True) -> ChunkPlan:
+                chunk_size: int, error: str, shorten: bool = True,
+                pair_backward: str = "xla") -> ChunkPlan:
   """Phase 1 for every chunk at once, batched over B, H and chunks.
 
   Takes canonical token arrays [B, T, H, ...] (see `checks.canonicalize_inputs`); returns
   a plan with leading axes [B, H, n_chunks] and chunks of C = min(chunk_size, T) tokens
   (C = chunk_size if not `shorten`). T is padded to a multiple of C with tokens that change
-  nothing (zero weights, beta and g).
+  nothing (zero weights, beta and g). pair_backward: how the pair weights (QK, A) are
+  differentiated, "xla" or "pallas" (`pallas_kernels.sparse_delta.pair_weights`).
   """
   batch, seq_len, heads, num_writes = write_idx.shape
   chunk = min(chunk_size, seq_len) if shorten else chunk_size
@@ -165,10 +161,24 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   write_ids = to_chunks(write_idx).reshape(batch * heads, num_chunks * chunk, num_writes)
   write_ids = jnp.where(is_pad[:, None], jnp.arange(num_writes, dtype=jnp.int32), write_ids)
   write_ids = write_ids.reshape(-1, chunk, num_writes)
+  write_w, v, beta, g, read_idx, read_w = map(to_chunks, (write_w, v, beta, g, read_idx,
+                                                           read_w))
 
-  plan_one = functools.partial(_plan_chunk, num_slots=num_slots, error=error)
-  plan = jax.vmap(plan_one)(write_ids, to_chunks(write_w), to_chunks(v), to_chunks(beta),
-                            to_chunks(g), to_chunks(read_idx), to_chunks(read_w))
+  ids, read_pos = jax.vmap(functools.partial(_chunk_ids, num_slots=num_slots))(write_ids,
+                                                                                read_idx)
+  key_table, cum_log_decay = jax.vmap(functools.partial(_slot_tables, error=error))(
+      ids.write_pos, write_w, beta, g)
+  write_log = jax.vmap(_log_at)(cum_log_decay, ids.write_pos)
+  read_log = jax.vmap(_log_at)(cum_log_decay, read_pos)
+  pair = functools.partial(pair_weights.pair_weights, key_table=key_table,
+                           cum_log_decay=cum_log_decay, backward=pair_backward)
+  qk = pair(read_pos, read_w, read_log, order=ids.read_order, strict=False)
+  attn = None
+  if error == "shared":
+    attn = pair(ids.write_pos, write_w, write_log, order=ids.write_order, strict=True)
+  coefs = jax.vmap(functools.partial(_coefficients, error=error))(
+      ids.write_pos, write_w, write_log, v, beta, read_w, read_log, cum_log_decay, qk, attn)
+  plan = ChunkPlan(ids, coefs)
   return jax.tree.map(lambda x: x.reshape(batch, heads, num_chunks, *x.shape[1:]), plan)
 
 
@@ -179,7 +189,7 @@ def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl
   batch, seq_len, heads, _ = inputs.write_idx.shape
   num_slots = inputs.memory.shape[-2]
   plan = plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=chunk_size, error=error,
-                     shorten=impl == "chunked")
+                     shorten=impl == "chunked", pair_backward=PAIR_BACKWARD)
   memory = inputs.memory
   if impl == "chunked":
     # The kernels take a shared table unbroadcast: its gradient sums over B in float32.

@@ -434,6 +434,33 @@ def test_a_bfloat16_table_gives_gradients_within_a_few_bf16_roundings():
     assert np.linalg.norm(got - want) <= 5e-3 * np.linalg.norm(want)
 
 
+@pytest.mark.parametrize("error", ["shared", "per_slot"])
+def test_plan_gradients_are_the_same_with_the_pair_weight_kernel(error):
+  """Phase 1 differentiated with the pair-weight backward kernel (interpret mode) equals
+  XLA's autodiff, on real plans: repeated slots, reads of unwritten slots, a padded chunk."""
+  args = random_inputs(23, seq_len=21, num_slots=40, writes=4, reads=5)
+  inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
+  num_slots = inputs.memory.shape[-2]
+  floats = (inputs.write_w, inputs.v, inputs.beta, inputs.g, inputs.read_w)
+  weights = jax.tree.map(
+      lambda x: jax.random.normal(jax.random.PRNGKey(x.size), x.shape),
+      chunk.plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=16, error=error).coefs)
+
+  def grads(pair_backward):
+    def loss(write_w, v, beta, g, read_w):
+      coefs = chunk.plan_chunks(inputs.write_idx, write_w, v, beta, g, inputs.read_idx,
+                                read_w, num_slots=num_slots, chunk_size=16, error=error,
+                                pair_backward=pair_backward).coefs
+      return sum(jnp.sum(c * w) for c, w in zip(jax.tree.leaves(coefs),
+                                                 jax.tree.leaves(weights)))
+    return jax.grad(loss, argnums=tuple(range(5)))(*floats)
+
+  for got, want in zip(grads("pallas"), grads("xla")):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5,
+                               atol=1e-5 * float(jnp.max(jnp.abs(want))))
+    assert float(jnp.max(jnp.abs(want))) > 0
+
+
 def test_plan_ids_are_numpys_unique_and_stable_sort():
   """Phase 1's integer plan per chunk: the sorted unique written slots (then distinct
   out-of-range padding ids), each write's position among them, and the stable slot order
