@@ -41,7 +41,9 @@ def memory_distance(memories: jax.Array, targets: jax.Array) -> jax.Array:
 
 def maglev_loss_fn(model: Maglev) -> Callable[[Params, jax.Array],
                                               tuple[jax.Array, dict[str, jax.Array]]]:
-  """(params, tokens [B, T + 1]) -> (loss, {"ce", "memory_loss", "prefiller_ce"})."""
+  """(params, tokens [B, T + 1]) -> (loss, {"ce", "memory_loss"[, "prefiller_ce"]}): the
+  terms before weighting, "prefiller_ce" only when prefiller_ce_weight > 0 (Q's CE is not
+  computed otherwise). `fit` logs them to metrics.jsonl."""
   config = model.config
 
   def loss_fn(params: Params, tokens: jax.Array):
@@ -52,11 +54,12 @@ def maglev_loss_fn(model: Maglev) -> Callable[[Params, jax.Array],
     pulled = jax.lax.stop_gradient(targets) if config.stop_gradient_target else targets
     memory_loss = jnp.mean(memory_distance(memories, pulled))
     loss = ce + config.memory_loss_weight * memory_loss
-    prefiller_ce = jnp.zeros((), jnp.float32)
+    terms = {"ce": ce, "memory_loss": memory_loss}
     if config.prefiller_ce_weight > 0:
-      prefiller_ce = jnp.mean(cross_entropy(model.logits(params, targets), next_tokens))
-      loss = loss + config.prefiller_ce_weight * prefiller_ce
-    return loss, {"ce": ce, "memory_loss": memory_loss, "prefiller_ce": prefiller_ce}
+      terms["prefiller_ce"] = jnp.mean(cross_entropy(model.logits(params, targets),
+                                                     next_tokens))
+      loss = loss + config.prefiller_ce_weight * terms["prefiller_ce"]
+    return loss, terms
 
   return loss_fn
 

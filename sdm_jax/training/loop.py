@@ -4,7 +4,8 @@ signal.
 `fit` takes an init function, a loss, an evaluation function and a batch source, so any
 model trains with it (`lm_training.train_lm`, `maglev_jax.training.train_maglev`,
 `recall.train_recall`). It writes `checkpoints/<step>/` (orbax), `metrics.jsonl` (one JSON
-object per logged step) and `summary.json` under the workdir (`records`).
+object per logged step: the loss, the loss function's own metrics, learning rate, gradient
+norm, throughput) and `summary.json` under the workdir (`records`).
 
 Preemption: SIGTERM (how clusters stop a job) or SIGINT (Ctrl-C) during training lets the
 current step finish, saves a checkpoint at it and returns a summary with `stopped_by` set;
@@ -34,6 +35,9 @@ from sdm_jax.training.train_step import (TrainState, init_state, make_train_step
                                          tree_bytes)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# What the train step adds to a loss_fn's own metrics; the rest (the loss's terms, e.g.
+# Maglev's "ce" and "memory_loss") go to metrics.jsonl beside the loss.
+_STEP_METRICS = ("loss", "grad_norm", "finite")
 
 
 @contextlib.contextmanager
@@ -87,7 +91,8 @@ def fit(*, init_params: Callable[[jax.Array], Any],
 
   Args:
     init_params: rng -> parameters.
-    loss_fn: (params, tokens [B, seq_len + 1]) -> (loss, metrics).
+    loss_fn: (params, tokens [B, seq_len + 1]) -> (loss, metrics): scalar metrics (the
+      loss's terms) logged with the loss at every logged step.
     evaluate: params -> dict of validation metrics (e.g. {"val_bpb": ...}).
     draw_batch: step -> the host batch of that step (leading axis config.batch_size), a
       pure function of the step so a resumed run replays exactly the batches of an
@@ -157,14 +162,17 @@ def fit(*, init_params: Callable[[jax.Array], Any],
         last_loss = float(metrics["loss"])
         elapsed = time.perf_counter() - interval_start
         tokens_per_s = interval_steps * tokens_per_step / max(elapsed, 1e-9)
-        record = {"step": done, "loss": last_loss, "lr": float(schedule_lr(step)),
+        terms = {name: float(value) for name, value in metrics.items()
+                 if name not in _STEP_METRICS}
+        record = {"step": done, "loss": last_loss, **terms, "lr": float(schedule_lr(step)),
                   "grad_norm": float(metrics["grad_norm"]), "tokens_per_s": tokens_per_s}
         metrics_file.write(records.dumps(record) + "\n")
         metrics_file.flush()
         eta_s = (end_step - done) * tokens_per_step / max(tokens_per_s, 1e-9)
-        log(f"step {done}/{config.steps} | loss {last_loss:.4f} | lr {record['lr']:.2e} | "
-            f"grad_norm {record['grad_norm']:.3f} | {tokens_per_s:,.0f} tok/s | "
-            f"eta {_duration(eta_s)}")
+        log(f"step {done}/{config.steps} | loss {last_loss:.4f} | "
+            + "".join(f"{name} {value:.4f} | " for name, value in terms.items())
+            + f"lr {record['lr']:.2e} | grad_norm {record['grad_norm']:.3f} | "
+            f"{tokens_per_s:,.0f} tok/s | eta {_duration(eta_s)}")
         interval_start, interval_steps = time.perf_counter(), 0
       if config.eval_every and done % config.eval_every == 0 and not is_last:
         evaluation = run_evaluation(state.params)

@@ -47,6 +47,15 @@ def test_evaluate_reports_teacher_forced_and_recurrent_bpb(run_cli, workdir):
   assert saved["kind"] == "maglev" and saved["model"]["sharing"] == "separate"
 
 
+def test_metrics_jsonl_logs_the_ce_and_consistency_terms(workdir):
+  lines = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+  assert [line["step"] for line in lines] == [1, 2]
+  for line in lines:
+    # lambda = 1, no CE on Q (maglev_tiny): loss = ce + memory_loss, and no Q term logged.
+    assert line["loss"] == pytest.approx(line["ce"] + line["memory_loss"], rel=1e-5)
+    assert line["ce"] > 0 and line["memory_loss"] > 0 and "prefiller_ce" not in line
+
+
 def test_generate_continues_the_prompt(run_cli, workdir):
   stdout = run_cli("generate", f"--workdir={workdir}", "--prompt=def ", "--num_tokens=6",
                    "--temperature=0")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -68,3 +70,24 @@ def test_fit_returns_the_trained_state_and_its_summary(tmp_path):
   assert result.summary["w0"] == float(result.state.params["w"][0]) > 0
   restored = Checkpointer(str(tmp_path)).restore(result.state)
   np.testing.assert_array_equal(restored.params["w"], result.state.params["w"])
+
+
+def test_metrics_jsonl_holds_the_loss_terms_of_every_logged_step(tmp_path):
+  def loss_fn(params, batch):
+    fit_term = jnp.sum((params["w"] - 3.0) ** 2) + 0 * jnp.sum(batch)
+    decay = jnp.sum(params["w"] ** 2)
+    return fit_term + 0.5 * decay, {"fit_term": fit_term, "decay": decay}
+
+  config = train_config(steps=4, warmup_steps=0, log_every=2, checkpoint_every=4)
+  logged = []
+  fit(init_params=lambda rng: {"w": jnp.asarray([0.5, -1.0, 2.0])}, loss_fn=loss_fn,
+      evaluate=lambda params: {}, draw_batch=stream_batches(np.arange(200, dtype=np.int32),
+                                                            config),
+      config=config, workdir=str(tmp_path), log=logged.append)
+  lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+  assert [line["step"] for line in lines] == [2, 4]
+  for line in lines:
+    assert line["loss"] == pytest.approx(line["fit_term"] + 0.5 * line["decay"], rel=1e-6)
+    assert "finite" not in line and line["grad_norm"] > 0
+  assert lines[1]["fit_term"] < lines[0]["fit_term"]
+  assert "| fit_term " in logged[0] and "| decay " in logged[0]
