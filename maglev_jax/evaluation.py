@@ -53,32 +53,50 @@ def maglev_nll_fn(model: Maglev, source: str) -> Callable[[Params, jax.Array, ja
   return jax.jit(nll)
 
 
+def _merge_sources(scored: dict[str, dict[str, Any]]) -> dict[str, Any]:
+  """The evaluator's metrics from each source's `evaluate_validation` result (or from one
+  position bucket of them): every source scores the same targets, so recurrent's counts
+  are everyone's."""
+  recurrent = scored["recurrent"]
+  merged = {"val_bpb": recurrent["val_bpb"],
+            **{f"bpb_{source}": result["val_bpb"] for source, result in scored.items()},
+            "val_tokens": recurrent["val_tokens"], "val_bytes": recurrent["val_bytes"]}
+  if "val_loss" in recurrent:
+    merged.update(val_loss=recurrent["val_loss"],
+                  **{f"loss_{source}": result["val_loss"] for source, result in scored.items()})
+  return merged
+
+
 def maglev_evaluator(model: Maglev, val_tokens: np.ndarray, *, batch_size: int, seq_len: int,
                      max_tokens: int | None,
-                     token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES
-                     ) -> Callable[[Params], dict[str, Any]]:
+                     token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES,
+                     bucket_width: int | None = None) -> Callable[[Params], dict[str, Any]]:
   """params -> {"val_bpb" (= bpb_recurrent), "bpb_<source>" for each source, "val_tokens",
   "val_bytes"} on the first max_tokens validation targets, with `token_bytes` [vocab]
   bytes per id (the byte tokenizer's by default). With None (bytes unknown) the BPBs are
   None, "loss_<source>" (mean nats per target) and "val_loss" (= loss_recurrent) stand in
-  and "val_bpb_unavailable" says why."""
+  and "val_bpb_unavailable" says why.
+
+  bucket_width: also "by_position", one entry per position bucket of the windows
+  ([0, w), [w, 2w), ...; `sdm_jax.metrics.position_buckets`) with "start", "end" and the
+  metrics above over the targets at those positions: with w the window, the first bucket
+  is where memory cannot help yet (every window starts with m_{-1} = 0).
+  """
   nll_fns = {source: maglev_nll_fn(model, source) for source in MEMORY_SOURCES}
 
   def evaluate(params: Params) -> dict[str, Any]:
-    bpbs, losses = {}, {}
-    for source, nll in nll_fns.items():
-      scored = evaluate_validation(
-          functools.partial(nll, params),
-          eval_batches(val_tokens, batch_size=batch_size, seq_len=seq_len,
-                       max_tokens=max_tokens), token_bytes=token_bytes)
-      bpbs[f"bpb_{source}"] = scored["val_bpb"]
-      if "val_loss" in scored:
-        losses[f"loss_{source}"] = scored["val_loss"]
-    # Every source scores the same targets: the last one's counts are everyone's.
-    result = {"val_bpb": bpbs["bpb_recurrent"], **bpbs, "val_tokens": scored["val_tokens"],
-              "val_bytes": scored["val_bytes"]}
-    if losses:
-      result.update(val_loss=losses["loss_recurrent"], **losses,
-                    val_bpb_unavailable=scored["val_bpb_unavailable"])
+    scored = {source: evaluate_validation(
+        functools.partial(nll, params),
+        eval_batches(val_tokens, batch_size=batch_size, seq_len=seq_len,
+                     max_tokens=max_tokens), token_bytes=token_bytes,
+        bucket_width=bucket_width) for source, nll in nll_fns.items()}
+    result = _merge_sources(scored)
+    if token_bytes is None:
+      result["val_bpb_unavailable"] = scored["recurrent"]["val_bpb_unavailable"]
+    if bucket_width is not None:
+      buckets = zip(*(result["by_position"] for result in scored.values()))
+      result["by_position"] = [
+          {"start": bucket[0]["start"], "end": bucket[0]["end"],
+           **_merge_sources(dict(zip(scored, bucket)))} for bucket in buckets]
     return result
   return evaluate

@@ -31,9 +31,11 @@ class ModelKind:
     train: (model_config, train_config, train_tokens, val_tokens, workdir, *,
       extra_config, token_bytes, log) -> summary dict with "val_bpb".
     load: (workdir, step=None) -> (model, params, workdir_config, step).
-    evaluator: (model, val_tokens, *, batch_size, seq_len, max_tokens, token_bytes) ->
-      (params -> dict with "val_bpb"). token_bytes: [vocab] bytes per id, or None when
-      they are unknown (then "val_bpb" is None and "val_bpb_unavailable" says why).
+    evaluator: (model, val_tokens, *, batch_size, seq_len, max_tokens, token_bytes,
+      bucket_width=None) -> (params -> dict with "val_bpb"). token_bytes: [vocab] bytes
+      per id, or None when they are unknown (then "val_bpb" is None and
+      "val_bpb_unavailable" says why). bucket_width: also the same metrics per position
+      bucket of the windows, under "by_position" (`sdm_jax.metrics.evaluate_validation`).
     describe: (model_config, context_len) -> JSON-ready dict.
     generate: (model, params, prompt, *, steps, temperature, top_k, seed) -> ids [B, steps].
   """

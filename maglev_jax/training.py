@@ -73,8 +73,8 @@ def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
   "maglev".
 
   The summary holds the evaluation of `maglev_evaluator` (with `token_bytes`, as it takes
-  them): `val_bpb` (= `bpb_recurrent`), `bpb_teacher_forced`, `bpb_recurrent`,
-  `bpb_memory_zeroed`.
+  them, and by position buckets of train_config.eval_bucket_width if set): `val_bpb`
+  (= `bpb_recurrent`), `bpb_teacher_forced`, `bpb_recurrent`, `bpb_memory_zeroed`.
   """
   prepare_workdir(KIND, model_config, train_config, train_tokens, val_tokens, workdir,
                   extra_config)
@@ -86,7 +86,8 @@ def train_maglev(model_config: MaglevConfig, train_config: TrainConfig,
                                        batch_size=train_config.eval_batch_size,
                                        seq_len=train_config.seq_len,
                                        max_tokens=train_config.eval_tokens,
-                                       token_bytes=token_bytes),
+                                       token_bytes=token_bytes,
+                                       bucket_width=train_config.eval_bucket_width),
              draw_batch=stream_batches(train_tokens, train_config), config=train_config,
              workdir=workdir, log=log).summary
 

@@ -13,7 +13,7 @@ byte tokenizer's by default. Where no table is known (ids without a tokenizer),
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -86,14 +86,24 @@ def unigram_bits_per_byte(train_tokens: np.ndarray, val_tokens: np.ndarray,
   return bits_per_byte(total_nats, total_bytes)
 
 
+class _PositionSums(NamedTuple):
+  """Sums over the scored targets at each position of the evaluation windows, [T] each."""
+  nats: np.ndarray
+  bytes: np.ndarray
+  tokens: np.ndarray
+
+
 def _scored_sums(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
                  batches: Iterable[Mapping[str, np.ndarray]],
-                 token_bytes: np.ndarray | None) -> tuple[float, int, int]:
-  """(nats, bytes, tokens) summed in float64 / int over the scored targets: the unmasked
-  ones, and with a table only those of one byte or more (bytes is 0 without one)."""
+                 token_bytes: np.ndarray | None
+                 ) -> tuple[float, int, int, _PositionSums | None]:
+  """(nats, bytes, tokens, by position) summed in float64 / int over the scored targets:
+  the unmasked ones, and with a table only those of one byte or more (bytes is 0 without
+  one). By position: the same sums per position of the windows (None without batches)."""
   total_nats = 0.0
   total_bytes = 0
   total_tokens = 0
+  by_position = None
   for batch in batches:
     targets = np.asarray(batch["targets"])
     mask = np.asarray(batch["mask"])
@@ -106,6 +116,7 @@ def _scored_sums(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
           f"nll_fn must return per-position nats of shape {targets.shape} (targets), got "
           f"{nats.shape}")
     scored = mask > 0
+    target_bytes = np.zeros(targets.shape, np.int64)
     if token_bytes is not None:
       target_bytes = _target_bytes(targets, token_bytes) * scored
       scored = target_bytes > 0
@@ -113,7 +124,26 @@ def _scored_sums(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
     # Select rather than multiply, so padded positions with inf/nan loss cannot leak in.
     total_nats += float(nats[scored].sum())
     total_tokens += int(scored.sum())
-  return total_nats, total_bytes, total_tokens
+    if by_position is None:
+      by_position = _PositionSums(*(np.zeros(targets.shape[-1], dtype)
+                                    for dtype in (np.float64, np.int64, np.int64)))
+    elif targets.shape[-1] != by_position.nats.shape[0]:
+      raise ValueError(f"every batch must have {by_position.nats.shape[0]} positions, got "
+                       f"targets of shape {targets.shape}")
+    by_position.nats[:] += np.where(scored, nats, 0.0).sum(axis=0)
+    by_position.bytes[:] += target_bytes.sum(axis=0)
+    by_position.tokens[:] += scored.sum(axis=0)
+  return total_nats, total_bytes, total_tokens, by_position
+
+
+def position_buckets(seq_len: int, width: int) -> list[tuple[int, int]]:
+  """[(0, w), (w, 2w), ..., (k w, seq_len)]: the positions of a window of seq_len split
+  into buckets of `width` (the last one shorter when width does not divide seq_len)."""
+  if width < 1:
+    raise ValueError(f"bucket width must be >= 1, got {width}")
+  if seq_len < 1:
+    raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+  return [(start, min(start + width, seq_len)) for start in range(0, seq_len, width)]
 
 
 def evaluate_bpb(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
@@ -134,7 +164,7 @@ def evaluate_bpb(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
   """
   if token_bytes is None:
     raise ValueError("token_bytes must be a [vocab] table of bytes per token id, got None")
-  total_nats, total_bytes, total_tokens = _scored_sums(nll_fn, batches, token_bytes)
+  total_nats, total_bytes, total_tokens, _ = _scored_sums(nll_fn, batches, token_bytes)
   if total_bytes == 0:
     raise ValueError("batches contain no scored targets (all masked or zero-byte)")
   return {
@@ -149,26 +179,54 @@ def evaluate_loss(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
                   batches: Iterable[Mapping[str, np.ndarray]]) -> dict[str, float | int]:
   """Mean nats per unmasked target: {"val_loss", "tokens", "nats"} (as `evaluate_bpb`,
   for ids whose bytes are unknown)."""
-  total_nats, _, total_tokens = _scored_sums(nll_fn, batches, None)
+  total_nats, _, total_tokens, _ = _scored_sums(nll_fn, batches, None)
   if total_tokens == 0:
     raise ValueError("batches contain no scored targets (all masked)")
   return {"val_loss": total_nats / total_tokens, "tokens": total_tokens, "nats": total_nats}
 
 
+def _validation_sums(nats: float, num_bytes: int, tokens: int,
+                     token_bytes: np.ndarray | None) -> dict[str, Any]:
+  """`evaluate_validation`'s metrics of scored sums; a BPB (or loss) of no targets is None."""
+  if token_bytes is None:
+    return {"val_bpb": None, "val_loss": nats / tokens if tokens else None,
+            "val_tokens": int(tokens), "val_bytes": None}
+  return {"val_bpb": bits_per_byte(nats, num_bytes) if num_bytes else None,
+          "val_tokens": int(tokens), "val_bytes": int(num_bytes)}
+
+
 def evaluate_validation(nll_fn: Callable[[np.ndarray, np.ndarray], Any],
                         batches: Iterable[Mapping[str, np.ndarray]], *,
-                        token_bytes: np.ndarray | None) -> dict[str, Any]:
+                        token_bytes: np.ndarray | None,
+                        bucket_width: int | None = None) -> dict[str, Any]:
   """What a training run reports on its validation split.
 
   With a `token_bytes` table: {"val_bpb", "val_tokens", "val_bytes"} (`evaluate_bpb`).
   With None (bytes unknown): {"val_bpb": None, "val_bpb_unavailable": BPB_UNAVAILABLE,
   "val_loss": mean nats per target, "val_tokens", "val_bytes": None}.
+
+  bucket_width: also report the same metrics per position bucket of the windows,
+  `position_buckets(T, bucket_width)`, under "by_position": [{"start", "end", "val_bpb",
+  ["val_loss",] "val_tokens", "val_bytes"}] (a bucket without scored targets has None
+  for its BPB / loss). The buckets' BPBs weighted by their bytes average to val_bpb.
   """
+  if bucket_width is not None and bucket_width < 1:
+    raise ValueError(f"bucket_width must be >= 1 or None, got {bucket_width}")
+  nats, num_bytes, tokens, by_position = _scored_sums(nll_fn, batches, token_bytes)
   if token_bytes is None:
-    result = evaluate_loss(nll_fn, batches)
-    return {"val_bpb": None, "val_bpb_unavailable": BPB_UNAVAILABLE,
-            "val_loss": result["val_loss"], "val_tokens": int(result["tokens"]),
-            "val_bytes": None}
-  result = evaluate_bpb(nll_fn, batches, token_bytes=token_bytes)
-  return {"val_bpb": result["val_bpb"], "val_tokens": int(result["tokens"]),
-          "val_bytes": int(result["bytes"])}
+    if tokens == 0:
+      raise ValueError("batches contain no scored targets (all masked)")
+    result = {"val_bpb": None, "val_bpb_unavailable": BPB_UNAVAILABLE,
+              **_validation_sums(nats, num_bytes, tokens, None)}
+  else:
+    if num_bytes == 0:
+      raise ValueError("batches contain no scored targets (all masked or zero-byte)")
+    result = _validation_sums(nats, num_bytes, tokens, token_bytes)
+  if bucket_width is not None:
+    result["by_position"] = [
+        {"start": start, "end": end,
+         **_validation_sums(float(by_position.nats[start:end].sum()),
+                            int(by_position.bytes[start:end].sum()),
+                            int(by_position.tokens[start:end].sum()), token_bytes)}
+        for start, end in position_buckets(by_position.nats.shape[0], bucket_width)]
+  return result

@@ -34,6 +34,8 @@ class TrainConfig:
     keep_checkpoints: how many recent checkpoints to keep.
     eval_batch_size: sequences per evaluation batch.
     eval_tokens: validation targets scored per evaluation (None: the whole split).
+    eval_bucket_width: also report the validation BPB per position bucket of the windows,
+      [0, w), [w, 2w), ... (`metrics.position_buckets`), under "by_position" (None: not).
     num_devices: devices used (None: all of them; must be None with several processes).
     mesh: how the devices used are arranged, "data=2,fsdp=2,model=2" style (axes left out
       are 1; the product must equal the devices used): data splits the batch, fsdp splits
@@ -59,6 +61,7 @@ class TrainConfig:
   keep_checkpoints: int = 3
   eval_batch_size: int = 16
   eval_tokens: int | None = 65_536
+  eval_bucket_width: int | None = None
   num_devices: int | None = None
   mesh: str | None = None
 
@@ -74,6 +77,9 @@ class TrainConfig:
                        f"{self.warmup_steps}")
     if self.eval_tokens is not None and self.eval_tokens < 1:
       raise ValueError(f"TrainConfig.eval_tokens must be >= 1 or None, got {self.eval_tokens}")
+    if self.eval_bucket_width is not None and self.eval_bucket_width < 1:
+      raise ValueError(f"TrainConfig.eval_bucket_width must be >= 1 or None, got "
+                       f"{self.eval_bucket_width}")
     if self.mesh is not None:
       sizes = parse_mesh(self.mesh)
       if self.batch_size % (sizes["data"] * sizes["fsdp"]):

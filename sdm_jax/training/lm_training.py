@@ -35,19 +35,20 @@ def lm_nll_fn(model: LM) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
 
 def lm_evaluator(model: LM, val_tokens: np.ndarray, *, batch_size: int, seq_len: int,
                  max_tokens: int | None,
-                 token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES
-                 ) -> Callable[[Any], dict[str, Any]]:
+                 token_bytes: np.ndarray | None = BYTE_TOKEN_BYTES,
+                 bucket_width: int | None = None) -> Callable[[Any], dict[str, Any]]:
   """params -> `metrics.evaluate_validation` on the first max_tokens validation targets:
   {"val_bpb", "val_tokens", "val_bytes"}, with `token_bytes` [vocab] giving the bytes per
   id (the byte tokenizer's by default); None when they are unknown (no BPB; "val_loss"
-  and the reason instead)."""
+  and the reason instead). With `bucket_width`, also "by_position": the same per
+  position bucket of the windows."""
   nll = lm_nll_fn(model)
 
   def evaluate(params) -> dict[str, Any]:
     return evaluate_validation(lambda inputs, targets: nll(params, inputs, targets),
                                eval_batches(val_tokens, batch_size=batch_size,
                                             seq_len=seq_len, max_tokens=max_tokens),
-                               token_bytes=token_bytes)
+                               token_bytes=token_bytes, bucket_width=bucket_width)
   return evaluate
 
 
@@ -67,7 +68,8 @@ def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np
              evaluate=lm_evaluator(model, val_tokens, batch_size=train_config.eval_batch_size,
                                    seq_len=train_config.seq_len,
                                    max_tokens=train_config.eval_tokens,
-                                   token_bytes=token_bytes),
+                                   token_bytes=token_bytes,
+                                   bucket_width=train_config.eval_bucket_width),
              draw_batch=stream_batches(train_tokens, train_config), config=train_config,
              workdir=workdir, log=log, stop_after=stop_after).summary
 

@@ -43,6 +43,11 @@ def test_evaluate_reports_teacher_forced_and_recurrent_bpb(run_cli, workdir):
   bpbs = [result[f"bpb_{s}"] for s in ("teacher_forced", "recurrent", "memory_zeroed")]
   assert all(0 < bpb < 20 for bpb in bpbs) and len(set(bpbs)) == 3, result
   assert result["val_bpb"] == result["bpb_recurrent"]
+  by_position = last_json(run_cli("evaluate", f"--workdir={workdir}", "--bucket_width=8"))
+  buckets = by_position["by_position"]
+  assert [(b["start"], b["end"]) for b in buckets] == [(0, 8), (8, 16), (16, 24), (24, 32)]
+  assert sum(b["bpb_recurrent"] * b["val_bytes"] for b in buckets) == pytest.approx(
+      result["bpb_recurrent"] * result["bytes"], rel=1e-9)
   saved = json.loads((workdir / "config.json").read_text())
   assert saved["kind"] == "maglev" and saved["model"]["sharing"] == "separate"
 

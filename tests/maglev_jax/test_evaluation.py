@@ -65,3 +65,30 @@ def test_evaluator_divides_by_the_token_bytes_table_or_reports_losses_without_on
   assert ones["val_bpb"] == ones["bpb_recurrent"] and "val_loss" not in ones
   table = np.random.default_rng(1).integers(1, 6, 40)
   assert evaluate(table)["val_bytes"] == table[val[1:]].sum()
+
+
+def test_evaluator_by_position_buckets_average_to_each_sources_bpb():
+  model = tiny_model(num_layers=1, prefiller_pattern="A")  # window 4
+  params = random_params(model)
+  val = np.random.default_rng(5).integers(0, 40, 35)  # 34 targets in windows of 12
+  table = np.random.default_rng(6).integers(1, 4, 40)  # bytes differ between ids
+  result = maglev_evaluator(model, val, batch_size=2, seq_len=12, max_tokens=None,
+                            token_bytes=table, bucket_width=4)(params)
+  buckets = result["by_position"]
+  assert [(b["start"], b["end"]) for b in buckets] == [(0, 4), (4, 8), (8, 12)]
+  assert sum(b["val_bytes"] for b in buckets) == result["val_bytes"]
+  for source in MEMORY_SOURCES:
+    mean = sum(b[f"bpb_{source}"] * b["val_bytes"] for b in buckets) / result["val_bytes"]
+    assert mean == pytest.approx(result[f"bpb_{source}"], rel=1e-9)
+  for bucket in buckets:
+    assert bucket["val_bpb"] == bucket["bpb_recurrent"]
+    # Random parameters: the sources differ in every bucket, the first included.
+    assert bucket["bpb_teacher_forced"] != bucket["bpb_recurrent"]
+  # Without a table the buckets hold losses in nats per target.
+  losses = maglev_evaluator(model, val, batch_size=2, seq_len=12, max_tokens=None,
+                            token_bytes=None, bucket_width=8)(params)
+  assert [(b["start"], b["end"]) for b in losses["by_position"]] == [(0, 8), (8, 12)]
+  for source in MEMORY_SOURCES:
+    mean = sum(b[f"loss_{source}"] * b["val_tokens"]
+               for b in losses["by_position"]) / losses["val_tokens"]
+    assert mean == pytest.approx(losses[f"loss_{source}"], rel=1e-9)

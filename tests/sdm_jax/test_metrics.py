@@ -157,3 +157,64 @@ def test_unigram_counts_in_chunks_give_the_whole_stream_answer(monkeypatch):
       whole, rel=1e-12)
   with pytest.raises(ValueError, match="val_tokens"):
     metrics.unigram_bits_per_byte(train, np.array([70, 1, 2]), 70, token_bytes=table)
+
+
+def test_position_buckets_cover_the_window_once():
+  assert metrics.position_buckets(10, 4) == [(0, 4), (4, 8), (8, 10)]
+  assert metrics.position_buckets(8, 4) == [(0, 4), (4, 8)]
+  assert metrics.position_buckets(3, 8) == [(0, 3)]
+  with pytest.raises(ValueError, match="bucket width"):
+    metrics.position_buckets(8, 0)
+
+
+@pytest.mark.parametrize("with_table", [True, False])
+def test_buckets_by_position_average_to_the_overall_metric(with_table):
+  rng = np.random.default_rng(3)
+  # 61 targets in windows of 10: the last window is padded with id 0, which the stream
+  # never holds, so the nan nats there must not leak.
+  stream = rng.integers(1, 50, 62)
+  nats_of = rng.uniform(0.1, 5.0, 50)
+
+  def nll(inputs, targets):
+    nats = nats_of[targets] + 0.01 * np.arange(targets.shape[1])  # depends on the position
+    return np.where(targets == 0, np.nan, nats)
+
+  table = rng.integers(0, 4, 50) if with_table else None  # zero-byte ids are left out
+  result = metrics.evaluate_validation(
+      nll, eval_batches(stream, batch_size=4, seq_len=10), token_bytes=table, bucket_width=4)
+  buckets = result["by_position"]
+  assert [(b["start"], b["end"]) for b in buckets] == [(0, 4), (4, 8), (8, 10)]
+  assert sum(b["val_tokens"] for b in buckets) == result["val_tokens"]
+  # Each bucket against a direct sum over the targets at those positions.
+  targets = stream[1:]
+  positions = np.arange(targets.size) % 10
+  for bucket in buckets:
+    inside = (positions >= bucket["start"]) & (positions < bucket["end"])
+    if with_table:
+      inside &= table[targets] > 0
+    nats = (nats_of[targets] + 0.01 * positions)[inside].sum()
+    assert bucket["val_tokens"] == inside.sum()
+    if with_table:
+      assert bucket["val_bytes"] == table[targets][inside].sum()
+      assert bucket["val_bpb"] == pytest.approx(
+          nats / (np.log(2) * bucket["val_bytes"]), rel=1e-12)
+    else:
+      assert bucket["val_loss"] == pytest.approx(nats / inside.sum(), rel=1e-12)
+  if with_table:
+    mean = sum(b["val_bpb"] * b["val_bytes"] for b in buckets) / result["val_bytes"]
+    assert mean == pytest.approx(result["val_bpb"], rel=1e-12)
+  else:
+    mean = sum(b["val_loss"] * b["val_tokens"] for b in buckets) / result["val_tokens"]
+    assert mean == pytest.approx(result["val_loss"], rel=1e-12)
+
+
+def test_a_bucket_without_targets_has_no_bpb_and_bad_widths_are_named():
+  stream = np.random.default_rng(4).integers(1, 50, 6)  # 5 targets in a window of 8
+  nll = lambda inputs, targets: np.ones(targets.shape)  # noqa: E731
+  result = metrics.evaluate_validation(nll, eval_batches(stream, batch_size=1, seq_len=8),
+                                       token_bytes=np.ones(50, np.int64), bucket_width=6)
+  assert result["by_position"][1] == {"start": 6, "end": 8, "val_bpb": None, "val_tokens": 0,
+                                      "val_bytes": 0}
+  with pytest.raises(ValueError, match="bucket_width"):
+    metrics.evaluate_validation(nll, eval_batches(stream, batch_size=1, seq_len=8),
+                                token_bytes=None, bucket_width=0)

@@ -96,3 +96,26 @@ def test_evaluator_bpb_with_a_token_bytes_table_is_the_hand_computed_value():
   unknown = lm_evaluator(model, val, batch_size=2, seq_len=8, max_tokens=None,
                          token_bytes=None)(params)
   assert unknown["val_bpb"] is None and unknown["val_tokens"] == 20
+
+
+def test_evaluator_by_position_buckets_of_the_window_average_to_the_overall_bpb():
+  # The SWA baseline of a Maglev study: an all-S LM, buckets one window wide.
+  config = LMConfig(vocab_size=64, d_model=32, num_layers=2, pattern="S", num_heads=2,
+                    window=4, max_seq_len=12)
+  model = LM(config)
+  params = model.init(jax.random.PRNGKey(1), jnp.zeros((1, 12), jnp.int32))
+  val = np.random.default_rng(2).integers(0, 64, 41).astype(np.int32)  # 40 targets
+  result = lm_evaluator(model, val, batch_size=2, seq_len=12, max_tokens=None,
+                        bucket_width=4)(params)
+  buckets = result["by_position"]
+  assert [(b["start"], b["end"]) for b in buckets] == [(0, 4), (4, 8), (8, 12)]
+  # 40 targets in windows of 12: 12 + 12 + 12 + 4, so the first bucket holds 16.
+  assert [b["val_tokens"] for b in buckets] == [16, 12, 12]
+  mean = sum(b["val_bpb"] * b["val_bytes"] for b in buckets) / result["val_bytes"]
+  assert mean == pytest.approx(result["val_bpb"], rel=1e-9)
+  # The first bucket by hand: positions 0..3 of every window.
+  log_probs = [jax.nn.log_softmax(model.apply(params, jnp.asarray(val[s:s + 12][None])))
+               for s in range(0, 40, 12)]
+  nats = -sum(float(lp[0, p, val[s + p + 1]]) for lp, s in zip(log_probs, range(0, 40, 12))
+              for p in range(4))
+  assert buckets[0]["val_bpb"] == pytest.approx(nats / (math.log(2.0) * 16), rel=1e-5)
