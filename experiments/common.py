@@ -25,13 +25,19 @@ DEFAULT_WORKDIR_ROOT = "workdirs"
 
 def define_config_flag(default: str, arg: str | None = None,
                        help_string: str = "Experiment config file, e.g. "
-                       "experiments/configs/sdm_small.py.") -> flags.FlagHolder:
+                       "experiments/configs/sdm_small.py.",
+                       accept_new_attributes: bool = False) -> flags.FlagHolder:
   """`--config=<file>.py[:arg]` (ml_collections' config file flag: the file's
   `get_config(arg)`), defaulting to `experiments/configs/<default>.py[:arg]`, with
-  `--config.<field>=value` overrides. Read it with `loaded_config`."""
+  `--config.<field>=value` overrides. Read it with `loaded_config`.
+
+  accept_new_attributes: overrides may add fields the file does not hold (for sections
+  of free overrides; the caller then checks the fields it knows)."""
   path = configs.config_path(default) + (f":{arg}" if arg is not None else "")
   return cli.define_config(config_flags.DEFINE_config_file, "config", default=path,
-                           help_string=help_string)
+                           help_string=help_string,
+                           lock_config=not accept_new_attributes,
+                           accept_new_attributes=accept_new_attributes)
 
 
 def loaded_config(flag: flags.FlagHolder) -> config_dict.ConfigDict:

@@ -15,8 +15,9 @@ from typing import Sequence
 from ml_collections import config_dict
 
 _HERE = pathlib.Path(__file__).parent
-# base: helpers; recall_sweep: the recall sweep's settings, not an experiment config.
-_NOT_CONFIGS = {"__init__", "base", "recall_sweep"}
+# base: helpers; recall_sweep, maglev_study: settings of a sweep / study, not experiment
+# configs.
+_NOT_CONFIGS = {"__init__", "base", "recall_sweep", "maglev_study"}
 # The Maglev family of one size: two baselines and Maglev with separate and shared blocks.
 MAGLEV_MODELS = ("swa", "slsl", "maglev", "maglev_shared")
 

@@ -53,6 +53,23 @@ def keep_metrics_through(workdir: str, step: int) -> None:
   os.replace(tmp, path)
 
 
+def last_metrics(workdir: str) -> dict[str, Any] | None:
+  """The last complete record of metrics.jsonl (the last logged step), or None if none."""
+  path = os.path.join(workdir, METRICS_FILE)
+  if not os.path.exists(path):
+    return None
+  last = None
+  with open(path) as f:
+    for line in f:
+      try:
+        record = json.loads(line)
+      except json.JSONDecodeError:  # a line cut short by a kill
+        continue
+      if isinstance(record, dict):
+        last = record
+  return last
+
+
 def write_summary(workdir: str, summary: dict[str, Any]) -> str:
   """Writes summary.json (atomically); returns its path."""
   path = os.path.join(workdir, SUMMARY_FILE)

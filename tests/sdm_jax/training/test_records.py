@@ -31,3 +31,11 @@ def test_metrics_keep_one_line_per_step_through_a_resume(tmp_path):
 def test_summary_is_written_as_valid_json(tmp_path):
   path = records.write_summary(str(tmp_path), {"train_loss": float("nan"), "step": 2})
   assert json.loads(open(path).read()) == {"step": 2, "train_loss": None}
+
+
+def test_last_metrics_is_the_last_complete_line(tmp_path):
+  assert records.last_metrics(str(tmp_path)) is None
+  path = tmp_path / records.METRICS_FILE
+  path.write_text(json.dumps({"step": 1, "ce": 2.5}) + "\n" + json.dumps({"step": 2, "ce": 2.25})
+                  + "\n" + '{"step": 3, "c')
+  assert records.last_metrics(str(tmp_path)) == {"step": 2, "ce": 2.25}
