@@ -13,6 +13,6 @@ def get_config():
                          window=512, max_seq_len=2048, compute_dtype="bfloat16",
                          prefiller_pattern="SA", sharing="separate", memory_loss_weight=1.0)
   config.train.update(batch_size=8, seq_len=2048, steps=1200, peak_lr=2e-3, warmup_steps=100,
-                      checkpoint_every=1200, log_every=100, eval_batch_size=16,
+                      checkpoint_every=1200, log_every=100, eval_batch_size=32,
                       eval_tokens=131_072, eval_bucket_width=512)
   return config
