@@ -27,6 +27,9 @@ class TrainConfig:
     steps: total optimizer steps.
     peak_lr, warmup_steps, min_lr_ratio: the warmup + cosine schedule.
     weight_decay, grad_clip, b1, b2: AdamW and global-norm clipping.
+    m0_lr_multiplier: scales the updates of SDM's learned initial tables M0 (leaves named
+      "M0"): their learning rate is m0_lr_multiplier times the schedule's. 1.0: the same
+      rate as every other parameter; 0.0 freezes M0 at its initialisation.
     seed: parameter init and batch sampling (batches are a function of (seed, step)).
     log_every: steps between progress lines and metrics.jsonl records.
     eval_every: steps between validation BPB evaluations (0: only at the end).
@@ -54,6 +57,7 @@ class TrainConfig:
   grad_clip: float | None = 1.0
   b1: float = 0.9
   b2: float = 0.95
+  m0_lr_multiplier: float = 1.0
   seed: int = 0
   log_every: int = 10
   eval_every: int = 0
@@ -75,6 +79,9 @@ class TrainConfig:
     if not 0 <= self.warmup_steps <= self.steps:
       raise ValueError(f"TrainConfig.warmup_steps must be in [0, steps={self.steps}], got "
                        f"{self.warmup_steps}")
+    if not self.m0_lr_multiplier >= 0:  # also refuses NaN
+      raise ValueError(f"TrainConfig.m0_lr_multiplier must be >= 0, got "
+                       f"{self.m0_lr_multiplier}")
     if self.eval_tokens is not None and self.eval_tokens < 1:
       raise ValueError(f"TrainConfig.eval_tokens must be >= 1 or None, got {self.eval_tokens}")
     if self.eval_bucket_width is not None and self.eval_bucket_width < 1:
