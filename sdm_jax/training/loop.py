@@ -1,5 +1,5 @@
-"""The generic training loop: resume, step, log, evaluate, checkpoint, stop on NaN or on a
-signal.
+"""The generic training loop: resume, step, log, evaluate, checkpoint, stop on NaN, on a
+signal or when a stop rule (`plateau.PlateauRule`) says the loss has stopped improving.
 
 `fit` takes an init function, a loss, an evaluation function and a batch source, so any
 model trains with it (`lm_training.train_lm`, `maglev_jax.training.train_maglev`,
@@ -20,7 +20,7 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -86,7 +86,9 @@ def fit(*, init_params: Callable[[jax.Array], Any],
         loss_fn: Callable[[Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]],
         evaluate: Callable[[Any], dict[str, Any]],
         draw_batch: Callable[[int], np.ndarray], config: TrainConfig, workdir: str,
-        log: Callable[[str], None] = print, stop_after: int | None = None) -> FitResult:
+        log: Callable[[str], None] = print, stop_after: int | None = None,
+        stop_rule: Callable[[Sequence[tuple[int, float]]], str | None] | None = None
+        ) -> FitResult:
   """Trains (or resumes) until `config.steps`; returns the final state and summary.
 
   Args:
@@ -102,14 +104,21 @@ def fit(*, init_params: Callable[[jax.Array], Any],
     log: where progress lines go.
     stop_after: stop (with a checkpoint) once this step is done, as a preemption would; the
       schedule still spans config.steps, and a later call resumes from here.
+    stop_rule: called after each logged step with the (step, loss) pairs logged so far
+      (those of metrics.jsonl before a resume included); a reason string stops training
+      there, with a checkpoint, and evaluates as at the end (`plateau.PlateauRule`). A
+      resumed run whose history already satisfies it trains no further.
 
   Returns:
     FitResult: the final `TrainState` (sharded over the mesh, `train_step.state_shardings`)
     and the summary {"step", "train_loss", "tokens_per_s", "step_ms", "elapsed_s",
-    "stopped_by", "mesh", "param_bytes", "param_bytes_per_device", **evaluate(params)}:
+    "stopped_by", "stopped_by_rule", "mesh", "param_bytes", "param_bytes_per_device",
+    **evaluate(params)}:
     tokens_per_s and step_ms are those of the last logging interval (compilation falls in
     the first); step_ms is None when nothing was trained; stopped_by is "SIGTERM" or
     "SIGINT" when a signal stopped training early (then nothing is evaluated), else None;
+    stopped_by_rule the reason `stop_rule` gave where it ended training (at the last step
+    too), else None;
     mesh the axis sizes {"data", "fsdp", "model"}; param_bytes_per_device the parameter
     bytes one device holds. The summary is also written to summary.json.
 
@@ -148,6 +157,14 @@ def fit(*, init_params: Callable[[jax.Array], Any],
   interval_steps, last_loss, tokens_per_s, evaluation = 0, float("nan"), 0.0, {}
   end_step = config.steps if stop_after is None else min(stop_after, config.steps)
   stopped_by = None
+  loss_history = [(record["step"], record["loss"]) for record in records.read_metrics(workdir)
+                  if record.get("step", start_step + 1) <= start_step
+                  and record.get("loss") is not None] if stop_rule is not None else []
+  stopped_by_rule = stop_rule(loss_history) if loss_history else None
+  if stopped_by_rule is not None:
+    log(f"the stop rule already holds at step {start_step} ({stopped_by_rule}): nothing to "
+        "train")
+    end_step, last_loss = start_step, loss_history[-1][1]
   with (open(metrics_path, "a") if primary else open(os.devnull, "w")) as metrics_file, \
       _stop_requests() as stop_requests:
     for step in range(start_step, end_step):
@@ -174,6 +191,10 @@ def fit(*, init_params: Callable[[jax.Array], Any],
             + f"lr {record['lr']:.2e} | grad_norm {record['grad_norm']:.3f} | "
             f"{tokens_per_s:,.0f} tok/s | eta {_duration(eta_s)}")
         interval_start, interval_steps = time.perf_counter(), 0
+        if stop_rule is not None:
+          loss_history.append((done, last_loss))
+          stopped_by_rule = stop_rule(loss_history)
+          is_last = is_last or stopped_by_rule is not None
       if config.eval_every and done % config.eval_every == 0 and not is_last:
         evaluation = run_evaluation(state.params)
         log(f"step {done} | " + " | ".join(f"{k} {v:.4f}" for k, v in evaluation.items()
@@ -184,6 +205,9 @@ def fit(*, init_params: Callable[[jax.Array], Any],
         log(f"{stopped_by}: stopped after step {done}, checkpoint saved under "
             f"{checkpointer.directory}; the same command resumes from it")
         break
+      if stopped_by_rule is not None:
+        log(f"stop rule: {stopped_by_rule} at step {done} of {config.steps}")
+        break
   checkpointer.close()
   if start_step >= config.steps:
     log(f"workdir already holds step {start_step} >= steps={config.steps}: nothing to train")
@@ -191,6 +215,7 @@ def fit(*, init_params: Callable[[jax.Array], Any],
   summary = {"step": int(state.step), "train_loss": last_loss, "tokens_per_s": tokens_per_s,
              "step_ms": 1e3 * tokens_per_step / tokens_per_s if tokens_per_s else None,
              "elapsed_s": time.perf_counter() - run_start, "stopped_by": stopped_by,
+             "stopped_by_rule": stopped_by_rule,
              "mesh": mesh_sizes(mesh), "param_bytes": param_bytes,
              "param_bytes_per_device": param_bytes_per_device, **evaluation}
   if primary:

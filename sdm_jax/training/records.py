@@ -31,6 +31,24 @@ def dumps(value: Any, **kwargs) -> str:
   return json.dumps(json_safe(value), allow_nan=False, **kwargs)
 
 
+def read_metrics(workdir: str) -> list[dict[str, Any]]:
+  """The records of the workdir's metrics.jsonl in file order ([] without the file); a line
+  cut short by a kill is skipped."""
+  path = os.path.join(workdir, METRICS_FILE)
+  if not os.path.exists(path):
+    return []
+  result = []
+  with open(path) as f:
+    for line in f:
+      try:
+        record = json.loads(line)
+      except json.JSONDecodeError:
+        continue
+      if isinstance(record, dict):
+        result.append(record)
+  return result
+
+
 def keep_metrics_through(workdir: str, step: int) -> None:
   """Drops the lines of metrics.jsonl logged after `step`: a run resumed at `step` redoes
   those steps and logs them again, so each logged step keeps exactly one line. A line cut

@@ -28,6 +28,14 @@ def test_metrics_keep_one_line_per_step_through_a_resume(tmp_path):
   records.keep_metrics_through(str(tmp_path / "elsewhere"), 3)  # no file: nothing to do
 
 
+def test_read_metrics_skips_a_cut_line(tmp_path):
+  path = tmp_path / records.METRICS_FILE
+  path.write_text('{"step": 1, "loss": 2.5}\n{"step": 2, "loss": 2.25}\n{"step": 3, "lo')
+  assert records.read_metrics(str(tmp_path)) == [{"step": 1, "loss": 2.5},
+                                                 {"step": 2, "loss": 2.25}]
+  assert records.read_metrics(str(tmp_path / "elsewhere")) == []
+
+
 def test_summary_is_written_as_valid_json(tmp_path):
   path = records.write_summary(str(tmp_path), {"train_loss": float("nan"), "step": 2})
   assert json.loads(open(path).read()) == {"step": 2, "train_loss": None}
