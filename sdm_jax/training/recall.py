@@ -131,10 +131,20 @@ def accuracy_by_variant(model: LM, params, task: dict[str, Any],
   return results
 
 
+def init_function(model: LM, seq_len: int) -> Callable[[jax.Array], Any]:
+  """The jitted rng -> parameters that `train_recall` starts from; `fit` calls it with
+  `jax.random.PRNGKey(TrainConfig.seed)`."""
+  sample = jnp.zeros((1, seq_len), jnp.int32)
+  return jax.jit(lambda rng: model.init(rng, sample))
+
+
 def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[str, Any],
                  workdir: str, held_out: dict[str, np.ndarray], *,
-                 log: Callable[[str], None] = print) -> tuple[dict[str, Any], LM, Any]:
-  """Trains (or resumes) an LM on a recall task with `fit`.
+                 log: Callable[[str], None] = print,
+                 stop_rule: Callable[[Sequence[tuple[int, float]]], str | None] | None = None
+                 ) -> tuple[dict[str, Any], LM, Any]:
+  """Trains (or resumes) an LM on a recall task with `fit` (`stop_rule`: fit's, e.g. a
+  `plateau.PlateauRule`).
 
   Returns (summary, model, params): the summary's evaluation is `recall_accuracy` on the
   `held_out` examples.
@@ -144,14 +154,13 @@ def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[s
     raise ValueError(f"LMConfig.max_seq_len ({model_config.max_seq_len}) must be at least "
                      f"the task's seq_len ({task['seq_len']})")
   model = LM(model_config)
-  sample = jnp.zeros((1, task["seq_len"]), jnp.int32)
   result = fit(
-      init_params=jax.jit(lambda rng: model.init(rng, sample)),
+      init_params=init_function(model, task["seq_len"]),
       loss_fn=recall_loss_fn(model),
       evaluate=lambda params: recall_accuracy(model, params, held_out["inputs"],
                                               held_out["targets"],
                                               batch_size=train_config.eval_batch_size),
       draw_batch=lambda step: recall_batch(task, step=step, batch_size=train_config.batch_size,
                                           seed=train_config.seed),
-      config=train_config, workdir=workdir, log=log)
+      config=train_config, workdir=workdir, log=log, stop_rule=stop_rule)
   return result.summary, model, result.state.params

@@ -1,0 +1,73 @@
+"""Slot usage of SDM layers: the written slots against the rows a prefill's final tables
+changed (a write always moves a row, nothing else does), and M0's trained rows against
+training with M0 frozen or not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+from sdm_jax.data.recall_tasks import check_task
+from sdm_jax.evaluation.slot_usage import trained_m0_rows, written_slots
+from sdm_jax.models.config import LMConfig
+from sdm_jax.models.lm import LM
+from sdm_jax.training.config import TrainConfig
+from sdm_jax.training.recall import held_out_examples, init_function, train_recall
+
+MODEL = LMConfig(vocab_size=32, d_model=16, num_layers=2, pattern="SM", num_heads=2,
+                 window=4, max_seq_len=12, sdm_heads=2, sdm_slots=64, sdm_writes=3,
+                 sdm_reads=2, sdm_chunk_size=4)
+
+
+def test_written_slots_are_the_rows_the_final_tables_changed():
+  model = LM(MODEL)
+  params = init_function(model, 12)(jax.random.PRNGKey(1))
+  tokens = np.random.default_rng(0).integers(0, 32, size=(5, 12)).astype(np.int32)
+  _, caches = model.apply(params, tokens, 12, method=LM.prefill)
+  m0 = np.asarray(params["params"]["block_1"]["mixer"]["M0"])  # [H, N, Dv]
+  changed = np.any(np.asarray(caches[1].memory) != m0[None], axis=-1)  # [B, H, N]
+  slots = MODEL.sdm_heads * MODEL.sdm_slots
+  # Batches of 2 sequences: the union and the per-sequence mean span the batches.
+  usage = written_slots(model, params, tokens, batch_size=2)
+  assert set(usage) == {"layer_1_M"}
+  assert usage["layer_1_M"]["written_fraction"] == pytest.approx(
+      changed.any(axis=0).sum() / slots)
+  assert usage["layer_1_M"]["written_per_sequence_fraction"] == pytest.approx(
+      changed.sum(axis=(1, 2)).mean() / slots)
+  # 12 tokens x 3 writes cannot cover a head's 64 slots; each token writes 3 distinct ones.
+  assert 3 / 64 <= usage["layer_1_M"]["written_per_sequence_fraction"] < 36 / 64
+  with pytest.raises(ValueError, match="inputs must be int32 \\[n, T\\]"):
+    written_slots(model, params, tokens[0], batch_size=2)
+
+
+def test_a_model_without_sdm_layers_has_no_usage():
+  model = LM(dataclasses.replace(MODEL, pattern="SG", gdn_heads=2))
+  params = init_function(model, 12)(jax.random.PRNGKey(0))
+  assert written_slots(model, params, np.zeros((2, 12), np.int32), batch_size=2) == {}
+  assert trained_m0_rows(params, params) == {}
+
+
+def test_trained_rows_are_the_rows_that_moved():
+  params = init_function(LM(MODEL), 12)(jax.random.PRNGKey(0))
+  moved = jax.tree.map(np.array, params)
+  moved["params"]["block_1"]["mixer"]["M0"][1, [3, 40], 5] += 0.25
+  assert trained_m0_rows(params, moved) == {"layer_1_M": 2 / (2 * 64)}
+
+
+@pytest.mark.parametrize("multiplier", [0.0, 1.0])
+def test_training_moves_m0_rows_unless_m0_is_frozen(tmp_path, multiplier):
+  task = check_task({"name": "mqar", "seq_len": 12, "vocab_size": 32, "num_kv_pairs": 3})
+  train = TrainConfig(batch_size=4, seq_len=12, steps=3, warmup_steps=1, log_every=3,
+                      checkpoint_every=3, eval_batch_size=4, m0_lr_multiplier=multiplier)
+  held_out = held_out_examples(task, 4, train.seed)
+  _, model, params = train_recall(MODEL, train, task, str(tmp_path), held_out,
+                                  log=lambda line: None)
+  initial = init_function(model, 12)(jax.random.PRNGKey(train.seed))
+  fraction = trained_m0_rows(initial, jax.device_get(params))["layer_1_M"]
+  if multiplier == 0:
+    assert fraction == 0.0
+  else:  # 3 steps of 4 x 12 tokens x 5 addressed slots cannot touch all 128 rows
+    assert 0 < fraction < 1
