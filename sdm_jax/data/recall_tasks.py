@@ -19,12 +19,13 @@ from sdm_jax.data._recall_common import IGNORE_LABEL
 from sdm_jax.data.mqar import mqar
 from sdm_jax.data.needle import (NEEDLE_TASKS, needle_in_haystack, needle_multi_key,
                                  needle_multi_query, needle_multi_value, needle_single,
-                                 variable_tracking)
+                                 needle_token_ranges, variable_tracking)
 
 RECALL_TASKS: dict[str, Callable[..., dict[str, np.ndarray]]] = {"mqar": mqar,
                                                                  **NEEDLE_TASKS}
 
-__all__ = ["IGNORE_LABEL", "RECALL_TASKS", "check_task", "make_examples", "task_options", "mqar", "needle_in_haystack", "needle_single",
+__all__ = ["IGNORE_LABEL", "RECALL_TASKS", "chance_accuracy", "check_task", "make_examples",
+           "task_options", "mqar", "needle_in_haystack", "needle_single",
            "needle_multi_key", "needle_multi_value", "needle_multi_query",
            "variable_tracking"]
 
@@ -73,3 +74,16 @@ def make_examples(task: dict[str, Any], num_examples: int, seed: int
   {"name", "seq_len", "vocab_size", **options}, a pure function of (task, seed)."""
   options = {key: value for key, value in task.items() if key != "name"}
   return RECALL_TASKS[task["name"]](num_examples, seed=seed, **options)
+
+
+def chance_accuracy(task: dict[str, Any]) -> float:
+  """Accuracy of guessing each answer token uniformly among the task's value tokens: mqar's
+  values are [vocab_size // 2, vocab_size), the needle tasks' the upper range of
+  `needle_token_ranges`."""
+  if task["name"] == "mqar":
+    return 1 / (task["vocab_size"] - task["vocab_size"] // 2)
+  if task["name"] not in RECALL_TASKS:
+    raise ValueError(f"unknown recall task {task['name']!r}; known tasks: "
+                     f"{sorted(RECALL_TASKS)}")
+  _, (value_low, value_high) = needle_token_ranges(task["vocab_size"])
+  return 1 / (value_high - value_low)

@@ -1,12 +1,18 @@
-"""Plots and the table of a recall sweep's results.json (`recall_sweep`).
+"""Plots and tables of the recall sweep's results (`recall_sweep`).
 
   python -m experiments.recall_sweep --replot=experiments/results/recall_sweep/results.json
+  python -m experiments.recall_sweep --replot=experiments/results/recall_study_h200.json
 
-redraws the PNGs next to the JSON:
+A results.json (a dict with "models") gets its PNGs redrawn next to it:
   accuracy_vs_state.png: accuracy at the training length against the swept layer's state
     per sequence (bytes, log scale), one line per mixer;
   accuracy_vs_context.png: accuracy against context length (same number of pairs), one
     line per model.
+A results file of measurement records (a JSON list, `recall_sweep.measurement_records`)
+gets <stem>_accuracy_vs_state.png (the same, Zoology-style: one panel per task, seq_len and
+pairs; one line per mixer, SDM split by W = R and M0 learning-rate multiplier) and, when
+some run was scored at several lengths, <stem>_accuracy_vs_context.png (one panel per
+task; one line per run).
 """
 
 from __future__ import annotations
@@ -99,4 +105,137 @@ def format_table(results: dict[str, Any]) -> str:
                  + " ".join(f"{p['accuracy']:>7.3f}" for p in r["by_seq_len"]) + " "
                  + " ".join(f"{p['accuracy']:>7.3f}" for p in r["by_num_kv_pairs"])
                  + f" {step_ms:>8}")
+  return "\n".join(lines)
+
+
+def _is_headline(record: dict[str, Any]) -> bool:
+  """The record of a run's own task: scored at its training length and pairs."""
+  return (record["context"] == record["seq_len"]
+          and record.get("eval_num_kv_pairs") == record.get("num_kv_pairs"))
+
+
+def _panel_key(record: dict[str, Any]) -> tuple:
+  return (record["task"], record["seq_len"], record.get("num_kv_pairs") or 0,
+          record["vocab_size"], record["d_model"])
+
+
+def _panel_title(key: tuple) -> str:
+  task, seq_len, pairs, vocab, d_model = key
+  what = f"MQAR, {pairs} pairs" if task == "mqar" else f"needle task {task!r}"
+  return f"{what} in {seq_len} tokens, vocab {vocab}, d={d_model}"
+
+
+def _series(record: dict[str, Any]) -> tuple[str, str]:
+  """(label, mixer) of the line a record belongs to in the state plot."""
+  label = MIXER_NAMES[record["mixer"]]
+  if record["mixer"] == "M":
+    label += f", W=R={record['sdm_writes']}"
+    if record["m0_lr_multiplier"] != 1.0:
+      label += f", M0 lr x{record['m0_lr_multiplier']:g}"
+  return label, record["mixer"]
+
+
+def _grid(plt, count: int):
+  columns = min(count, 2)
+  rows = -(-count // columns)
+  figure, axes = plt.subplots(rows, columns, figsize=(6.4 * columns, 4.4 * rows),
+                              squeeze=False)
+  for extra in axes.flat[count:]:
+    extra.set_visible(False)
+  return figure, list(axes.flat)
+
+
+def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list[str]:
+  """Writes the PNGs of the module docstring next to results_file; returns their names."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+
+  directory = os.path.dirname(os.path.abspath(results_file))
+  stem = os.path.splitext(os.path.basename(results_file))[0]
+  written = []
+  headline = [r for r in records if _is_headline(r)]
+  panels = sorted({_panel_key(r) for r in headline})
+  if panels:
+    figure, axes = _grid(plt, len(panels))
+    for key, ax in zip(panels, axes):
+      in_panel = [r for r in headline if _panel_key(r) == key]
+      for label, mixer in sorted({_series(r) for r in in_panel},
+                                 key=lambda s: (list(MIXER_NAMES).index(s[1]), s[0])):
+        line = sorted((r for r in in_panel if _series(r) == (label, mixer)),
+                      key=lambda r: r["state_bytes"])
+        ax.plot([r["state_bytes"] for r in line], [r["accuracy"] for r in line],
+                marker="o", color=MIXER_COLORS[mixer], label=label,
+                linestyle="--" if "M0 lr" in label else "-")
+      ax.axhline(in_panel[0]["chance"], color="black", linestyle=":", linewidth=1,
+                 label="chance")
+      ax.set(xscale="log", xlabel="state of the swept layer per sequence (bytes)",
+             ylabel="accuracy at the training length", ylim=(0, 1.02))
+      ax.set_title(_panel_title(key), fontsize=9)
+      ax.legend(fontsize=7)
+    figure.tight_layout()
+    name = f"{stem}_accuracy_vs_state.png"
+    figure.savefig(os.path.join(directory, name), dpi=100)
+    plt.close(figure)
+    written.append(name)
+
+  same_pairs = [r for r in records if r.get("eval_num_kv_pairs") == r.get("num_kv_pairs")]
+  runs = {r["run_key"] for r in same_pairs}
+  multi = [key for key in runs
+           if len({r["context"] for r in same_pairs if r["run_key"] == key}) > 1]
+  panels = sorted({_panel_key(r) for r in same_pairs if r["run_key"] in multi})
+  if panels:
+    figure, axes = _grid(plt, len(panels))
+    for key, ax in zip(panels, axes):
+      in_panel = [r for r in same_pairs if _panel_key(r) == key and r["run_key"] in multi]
+      names = sorted({(r["mixer"], r["state_bytes"], r["name"], r["run_key"])
+                      for r in in_panel}, key=lambda t: (list(MIXER_NAMES).index(t[0]),
+                                                         t[1], t[2]))
+      for mixer, _, name, run in names:
+        line = sorted((r for r in in_panel if r["run_key"] == run),
+                      key=lambda r: r["context"])
+        ax.plot([r["context"] for r in line], [r["accuracy"] for r in line], marker="o",
+                color=MIXER_COLORS[mixer], label=name)
+      contexts = sorted({r["context"] for r in in_panel})
+      ax.axvline(key[1], color="gray", linestyle=":", linewidth=1, label="training length")
+      ax.axhline(in_panel[0]["chance"], color="black", linestyle=":", linewidth=1)
+      ax.set_xscale("log", base=2)
+      ax.set_xticks(contexts, [str(n) for n in contexts])
+      ax.minorticks_off()
+      ax.set(xlabel="context length (tokens)", ylabel="accuracy", ylim=(0, 1.02))
+      ax.set_title(_panel_title(key), fontsize=9)
+      ax.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    name = f"{stem}_accuracy_vs_context.png"
+    figure.savefig(os.path.join(directory, name), dpi=100)
+    plt.close(figure)
+    written.append(name)
+  return written
+
+
+def format_record_table(records: list[dict[str, Any]]) -> str:
+  """One row per run: task, state, mixer FLOPs, accuracy at the training length and at the
+  other scored lengths, steps and why training ended, final loss, and for SDM the M0 rows
+  training moved and the slots written on held-out sequences."""
+  runs: dict[str, list[dict[str, Any]]] = {}
+  for record in records:
+    runs.setdefault(record["run_key"], []).append(record)
+  lines = [f"{'run':<22} {'task':<9} {'T':>5} {'pairs':>5} {'state B':>12} "
+           f"{'mixFLOPs':>9} {'acc':>6} {'steps':>11} {'stop':<10} {'loss':>7} "
+           f"{'M0 rows':>7} {'written':>7}  other lengths (pairs)"]
+  for run_records in runs.values():
+    head = next((r for r in run_records if _is_headline(r)), run_records[0])
+    others = " ".join(
+        f"L={r['context']}" + (f"({r['eval_num_kv_pairs']})"
+                               if r.get("eval_num_kv_pairs") != r.get("num_kv_pairs") else "")
+        + f":{r['accuracy']:.3f}" for r in run_records if r is not head)
+    fraction = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    loss = "-" if head["final_loss"] is None else f"{head['final_loss']:.3f}"
+    lines.append(
+        f"{head['name']:<22} {head['task']:<9} {head['seq_len']:>5} "
+        f"{head.get('num_kv_pairs') or '-':>5} {head['state_bytes']:>12,} "
+        f"{head['mixer_flops_per_token']:>9,.0f} {head['accuracy']:>6.3f} "
+        f"{head['steps']:>5}/{head['step_cap']:<5} {head['stop_reason']:<10} {loss:>7} "
+        f"{fraction(head.get('m0_rows_trained_fraction')):>7} "
+        f"{fraction(head.get('slots_written_fraction')):>7}  {others}")
   return "\n".join(lines)

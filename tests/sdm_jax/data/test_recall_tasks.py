@@ -8,8 +8,8 @@ import inspect
 import numpy as np
 import pytest
 
-from sdm_jax.data.recall_tasks import (IGNORE_LABEL, RECALL_TASKS, check_task,
-                                       make_examples, task_options)
+from sdm_jax.data.recall_tasks import (IGNORE_LABEL, RECALL_TASKS, chance_accuracy,
+                                       check_task, make_examples, task_options)
 
 
 def test_options_are_the_generators_keywords():
@@ -46,3 +46,14 @@ def test_make_examples_passes_options_and_is_a_function_of_the_seed():
 def test_check_task_names_what_is_wrong(task, message):
   with pytest.raises(ValueError, match=message):
     check_task(task)
+
+
+@pytest.mark.parametrize("name, options", [("mqar", {"num_kv_pairs": 4}), ("single", {}),
+                                           ("multi_key", {}), ("variable_tracking", {})])
+def test_chance_is_one_over_the_answer_tokens_the_generator_draws_from(name, options):
+  task = check_task({"name": name, "seq_len": 64, "vocab_size": 40, **options})
+  targets = make_examples(task, 400, seed=3)["targets"]
+  answers = np.unique(targets[targets != IGNORE_LABEL])
+  # Enough draws to have seen every value token, and none outside the range.
+  assert chance_accuracy(task) == 1 / len(answers)
+  assert chance_accuracy(task) == (1 / 20 if name == "mqar" else 1 / 19)

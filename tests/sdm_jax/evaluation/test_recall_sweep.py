@@ -1,13 +1,17 @@
-"""The recall sweep's points: each knob grows only its mixer's state; bad knobs are refused
-before anything trains."""
+"""The recall sweep's points: each knob grows only its mixer's state, M0 multipliers and
+isoFLOP twins add SDM points; bad settings are refused before anything trains; run keys;
+records per scored variant; the stop rule and the skipping of finished runs in a results
+file; needle tasks scored by context."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from experiments.configs import recall_sweep as sweep_config
 from sdm_jax.evaluation import recall_sweep
 from sdm_jax.models import describe
+from sdm_jax.models.isoflop import sdm_matching_gdn
 
 
 def test_each_knob_grows_only_its_mixers_state():
@@ -40,3 +44,136 @@ def test_points_refuse_knobs_their_mixer_cannot_take():
   settings = dict(sweep_config.PRESETS["smoke"], mixers=["S"], windows=[64])
   with pytest.raises(ValueError, match="sweep point S_window64: .*window"):
     recall_sweep.sweep_points(settings)
+
+
+def test_m0_multipliers_and_isoflop_twins_add_sdm_points():
+  settings = dict(sweep_config.PRESETS["smoke"], mixers="GM", gdn_head_dims=[8, 16],
+                  sdm_slots=[64, 256], m0_lr_multipliers=[1.0, 4.0], sdm_match_gdn=True)
+  points = {p["name"]: p for p in recall_sweep.sweep_points(settings)}
+  twins = {}
+  for head_dim in (8, 16):
+    gdn = points[f"G_K{head_dim}"]["model"]
+    fields, report = sdm_matching_gdn(gdn)
+    assert 0.8 < report["flops_ratio"] < 1.25
+    twins[head_dim] = fields
+    name = f"M_N{fields['sdm_slots']}_W{head_dim}"
+    for suffix, multiplier in (("", 1.0), ("_m0lr4", 4.0)):
+      twin = points[name + suffix]
+      assert twin["isoflop_gdn_head_dim"] == head_dim
+      assert twin["m0_lr_multiplier"] == multiplier
+      model = twin["model"]
+      assert (model.sdm_slots, model.sdm_writes, model.sdm_reads) == (
+          fields["sdm_slots"], head_dim, head_dim)
+  for slots in (64, 256):
+    assert points[f"M_N{slots}"]["m0_lr_multiplier"] == 1.0
+    assert points[f"M_N{slots}_m0lr4"]["model"] == points[f"M_N{slots}"]["model"]
+  assert len(points) == 2 + 2 * 2 + 2 * 2
+  # A twin equal to an N point is that point, marked with the GDN head dim it matches.
+  settings.update(sdm_writes=16, sdm_reads=16, m0_lr_multipliers=[1.0],
+                  sdm_slots=[twins[16]["sdm_slots"]])
+  names = [(p["name"], p["isoflop_gdn_head_dim"]) for p in recall_sweep.sweep_points(settings)]
+  assert (f"M_N{twins[16]['sdm_slots']}", 16) in names
+  assert not any(name.endswith("_W16") for name, _ in names)
+
+
+def test_settings_are_checked_before_anything_trains(tmp_path):
+  with pytest.raises(ValueError, match=r"missing \['steps'\], unknown \['stepz'\]"):
+    settings = dict(sweep_config.PRESETS["smoke"], stepz=3)
+    del settings["steps"]
+    recall_sweep.complete_settings(settings)
+  needle = dict(sweep_config.PRESETS["niah_smoke"], num_kv_pairs=4)
+  with pytest.raises(ValueError, match="num_kv_pairs is an mqar setting"):
+    recall_sweep.sweep_task(recall_sweep.complete_settings(needle))
+  with pytest.raises(ValueError, match="m0_lr_multipliers must be distinct"):
+    recall_sweep.sweep_points(dict(sweep_config.PRESETS["smoke"], m0_lr_multipliers=[]))
+  with pytest.raises(ValueError, match="TrainConfig.m0_lr_multiplier must be >= 0"):
+    recall_sweep.run_sweep(dict(sweep_config.PRESETS["smoke"], m0_lr_multipliers=[-1.0]),
+                           results_file=str(tmp_path / "r.json"))
+  with pytest.raises(ValueError, match="PlateauRule.min_improvement"):
+    recall_sweep.run_sweep(dict(sweep_config.PRESETS["smoke"], plateau_window=2,
+                                plateau_min_improvement=-1.0),
+                           results_file=str(tmp_path / "r.json"))
+  with pytest.raises(ValueError, match="exactly one of output_dir"):
+    recall_sweep.run_sweep(sweep_config.PRESETS["smoke"])
+  assert not (tmp_path / "r.json").exists()
+
+
+def test_run_keys_change_with_what_shapes_a_run():
+  settings = recall_sweep.complete_settings(sweep_config.PRESETS["smoke"])
+
+  def key_of(**changes):
+    changed = {**settings, **changes}
+    point = next(p for p in recall_sweep.sweep_points(changed) if p["mixer"] == "M")
+    return recall_sweep.run_key(point, recall_sweep.sweep_task(changed),
+                                recall_sweep.train_config_of(changed, point),
+                                recall_sweep.plateau_rule(changed), changed)
+
+  key = key_of()
+  assert key.startswith("M_N64-") and key == key_of()
+  # The knob lists of other mixers do not shape this run.
+  assert key == key_of(windows=[16], gdn_head_dims=[8])
+  others = [key_of(steps=3), key_of(seq_len=24), key_of(sdm_writes=2, sdm_reads=2),
+            key_of(plateau_window=2), key_of(eval_examples=4), key_of(peak_lr=1e-3)]
+  assert len({key, *others}) == 1 + len(others)
+
+
+def _run_record(rng):
+  return {"name": "M_N64", "run_key": "M_N64-0", "mixer": "M", "seq_len": 32,
+          "num_kv_pairs": 4, "accuracy": float(rng.random()), "n": 8, "positions": 32,
+          "steps": 3, "by_seq_len": [{"seq_len": L, "accuracy": float(rng.random()), "n": 8,
+                                      "positions": 32} for L in (16, 32)],
+          "by_num_kv_pairs": [{"num_kv_pairs": P, "accuracy": float(rng.random()), "n": 8,
+                               "positions": 4 * P} for P in (2, 4)]}
+
+
+def test_measurement_records_are_one_per_scored_variant():
+  run = _run_record(np.random.default_rng(0))
+  flat = recall_sweep.measurement_records(run)
+  assert [(r["context"], r["eval_num_kv_pairs"]) for r in flat] == [(32, 4), (16, 4), (32, 2)]
+  assert [r["accuracy"] for r in flat] == [run["accuracy"], run["by_seq_len"][0]["accuracy"],
+                                           run["by_num_kv_pairs"][0]["accuracy"]]
+  assert flat[2]["positions"] == 8
+  for record in flat:
+    assert "by_seq_len" not in record and "by_num_kv_pairs" not in record
+    assert (record["name"], record["steps"], record["seq_len"]) == ("M_N64", 3, 32)
+
+
+def test_a_flat_run_stops_at_the_plateau_and_a_rerun_skips_it(tmp_path):
+  # No learning (peak_lr 0): the loss moves only with the batches, far from halving.
+  settings = dict(sweep_config.PRESETS["study_smoke"], mixers="G", peak_lr=0.0, steps=12,
+                  log_every=1, plateau_window=2, plateau_min_improvement=0.5,
+                  plateau_min_steps=4, eval_num_kv_pairs=[])
+  results_file = str(tmp_path / "study.json")
+  logged = []
+  first = recall_sweep.run_sweep(settings, results_file=results_file,
+                                 workdir_root=str(tmp_path / "runs"), log=logged.append)
+  assert first["ran"] == ["G_K16"] and first["skipped"] == [] and first["stopped_by"] is None
+  [record] = recall_sweep.load_records(results_file)
+  assert record == first["records"][0]
+  assert (record["steps"], record["step_cap"]) == (4, 12)
+  assert record["stop_reason"] == "plateau" and record["plateaued"] is True
+  assert record["context"] == record["seq_len"] == 32 and record["num_kv_pairs"] == 4
+  assert record["sdm_slots"] is None and record["m0_rows_trained_fraction"] is None
+  assert "stop rule: plateau at step 4 of 12" in "\n".join(logged)
+  assert first["plots"] == ["study_accuracy_vs_state.png"]
+  before = (tmp_path / "study.json").read_text()
+  again = recall_sweep.run_sweep(settings, results_file=results_file,
+                                 workdir_root=str(tmp_path / "elsewhere"), log=logged.append)
+  assert again["ran"] == [] and again["skipped"] == ["G_K16"]
+  assert (tmp_path / "study.json").read_text() == before
+  assert not (tmp_path / "elsewhere").exists() or not any((tmp_path / "elsewhere").iterdir())
+
+
+def test_needle_runs_are_scored_at_each_context(tmp_path):
+  settings = dict(sweep_config.PRESETS["niah_smoke"], mixers="G")
+  outcome = recall_sweep.run_sweep(settings, results_file=str(tmp_path / "niah.json"),
+                                   workdir_root=str(tmp_path / "runs"), log=lambda line: None)
+  records = recall_sweep.load_records(str(tmp_path / "niah.json"))
+  assert [(r["mixer"], r["task"], r["context"]) for r in records] == [
+      ("G", "multi_key", 16), ("G", "multi_key", 32), ("G", "multi_key", 64)]
+  for record in records:
+    assert 0 <= record["accuracy"] <= 1 and record["num_kv_pairs"] is None
+    assert record["chance"] == 1 / 15  # value tokens [17, 32) of vocabulary 32
+  assert outcome["plots"] == ["niah_accuracy_vs_state.png", "niah_accuracy_vs_context.png"]
+  for name in outcome["plots"]:
+    assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
