@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -114,8 +115,10 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
     raise ValueError(f"mixers must be distinct letters of {''.join(SWEPT_MIXERS)}, got "
                      f"{settings['mixers']!r}")
   multipliers = list(settings["m0_lr_multipliers"])
-  if not multipliers or len(set(multipliers)) != len(multipliers):
+  if (not multipliers or len(set(multipliers)) != len(multipliers)
+      or not all(isinstance(m, (int, float)) and not isinstance(m, bool) for m in multipliers)):
     raise ValueError(f"m0_lr_multipliers must be distinct numbers, got {multipliers!r}")
+  multipliers = [float(m) for m in multipliers]  # 3 and 3.0: one run, one run key
   d = settings["d_model"]
   max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])
   base = dict(vocab_size=settings["vocab_size"], d_model=d, num_layers=2,
@@ -225,6 +228,10 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
   parameters = describe.parameter_counts(model_config)
   steps = summary["step"]
   stopped_by_rule = summary["stopped_by_rule"]
+  final_loss = summary["train_loss"]
+  if final_loss is None or final_loss != final_loss:  # resumed with nothing left to train
+    logged = [r["loss"] for r in records.read_metrics(workdir) if r.get("loss") is not None]
+    final_loss = logged[-1] if logged else None
   record = {
       "name": point["name"], "run_key": key, "mixer": point["mixer"], "knob": point["knob"],
       "value": point["value"], "pattern": model_config.layer_kinds,
@@ -238,7 +245,7 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
       "non_memory_parameters": parameters["non_memory"],
       "memory_m0_parameters": parameters["memory_m0"],
       "accuracy": summary["accuracy"], "n": summary["n"], "positions": summary["positions"],
-      "chance": chance_accuracy(task), "final_loss": summary["train_loss"],
+      "chance": chance_accuracy(task), "final_loss": final_loss,
       # Steps trained, the cap, why training ended, and whether the stop rule held there
       # (a plateau or a loss below the floor; None: no rule).
       "steps": steps, "step_cap": train_config.steps,
@@ -410,6 +417,11 @@ def _run_into_records(settings, task, points, variants, results_file, workdir_ro
   outcome["wall_s"] = time.perf_counter() - sweep_start
   all_records = load_records(results_file)
   if all_records and outcome["stopped_by"] is None:
-    outcome["plots"] = recall_plots.write_record_plots(all_records, results_file)
     log(recall_plots.format_record_table(all_records))
+    if importlib.util.find_spec("matplotlib") is None:
+      # The records are safe; a machine with matplotlib draws them.
+      outcome["plots"] = []
+      log(f"matplotlib is not installed: no plots; draw them with --replot={results_file}")
+    else:
+      outcome["plots"] = recall_plots.write_record_plots(all_records, results_file)
   return outcome

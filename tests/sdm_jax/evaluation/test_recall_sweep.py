@@ -162,6 +162,13 @@ def test_a_flat_run_stops_at_the_plateau_and_a_rerun_skips_it(tmp_path):
   assert again["ran"] == [] and again["skipped"] == ["G_K16"]
   assert (tmp_path / "study.json").read_text() == before
   assert not (tmp_path / "elsewhere").exists() or not any((tmp_path / "elsewhere").iterdir())
+  # A run cut after training, before its record: its workdir gives the same record.
+  (tmp_path / "study.json").unlink()
+  recall_sweep.run_sweep(settings, results_file=results_file,
+                         workdir_root=str(tmp_path / "runs"), log=lambda line: None)
+  [redone] = recall_sweep.load_records(results_file)
+  for field in ("run_key", "steps", "stop_reason", "plateaued", "final_loss", "accuracy"):
+    assert redone[field] == record[field], field
 
 
 def test_needle_runs_are_scored_at_each_context(tmp_path):
