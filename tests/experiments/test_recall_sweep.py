@@ -1,5 +1,7 @@
 """`experiments.recall_sweep`: the CPU smoke version of the sweep (all four mixers, a few
-steps) writes results.json and the plots, and --replot redraws them."""
+steps) writes results.json and the plots, and --replot redraws them; a study preset with
+--results_file appends records holding every field, a second call skips the finished run,
+and --replot redraws the plot of a results file."""
 
 from __future__ import annotations
 
