@@ -31,13 +31,9 @@ def dumps(value: Any, **kwargs) -> str:
   return json.dumps(json_safe(value), allow_nan=False, **kwargs)
 
 
-def read_metrics(workdir: str) -> list[dict[str, Any]]:
-  """The records of the workdir's metrics.jsonl in file order ([] without the file); a line
-  cut short by a kill is skipped."""
-  path = os.path.join(workdir, METRICS_FILE)
-  if not os.path.exists(path):
-    return []
-  result = []
+def _metric_records(path: str):
+  """(line, record) of each JSON object line of the metrics file at `path`; a line cut
+  short by a kill is skipped."""
   with open(path) as f:
     for line in f:
       try:
@@ -45,8 +41,16 @@ def read_metrics(workdir: str) -> list[dict[str, Any]]:
       except json.JSONDecodeError:
         continue
       if isinstance(record, dict):
-        result.append(record)
-  return result
+        yield line, record
+
+
+def read_metrics(workdir: str) -> list[dict[str, Any]]:
+  """The records of the workdir's metrics.jsonl in file order ([] without the file); a line
+  cut short by a kill is skipped."""
+  path = os.path.join(workdir, METRICS_FILE)
+  if not os.path.exists(path):
+    return []
+  return [record for _, record in _metric_records(path)]
 
 
 def keep_metrics_through(workdir: str, step: int) -> None:
@@ -56,15 +60,8 @@ def keep_metrics_through(workdir: str, step: int) -> None:
   path = os.path.join(workdir, METRICS_FILE)
   if not os.path.exists(path):
     return
-  kept = []
-  with open(path) as f:
-    for line in f:
-      try:
-        record = json.loads(line)
-      except json.JSONDecodeError:
-        continue
-      if isinstance(record, dict) and record.get("step", step + 1) <= step:
-        kept.append(line if line.endswith("\n") else line + "\n")
+  kept = [line if line.endswith("\n") else line + "\n"
+          for line, record in _metric_records(path) if record.get("step", step + 1) <= step]
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
     f.writelines(kept)
