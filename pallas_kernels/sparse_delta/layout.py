@@ -14,9 +14,9 @@ with small one-hot matmuls over entries sorted by slot:
 
 For writes, phase 1's positions in the sorted unique slots already are segment ids, so the
 rows are `ChunkIds.slots` themselves (row r = position r). Phase 1's sorts
-(`ChunkIds.write_order`, `ChunkIds.read_order`) are the entries' orders. W and R are padded to powers of
-two with entries that sort after every real one and belong to no tile, so that every block
-the kernels load has a power-of-two size.
+(`ChunkIds.write_order`, `ChunkIds.read_order`) are the entries' orders. W and R are
+padded to powers of two with entries that sort after every real one and belong to no tile,
+so that every block the kernels load has a power-of-two size.
 """
 
 from __future__ import annotations
@@ -49,9 +49,34 @@ def num_rows(entries: int, row_tile: int) -> int:
   return -(-entries // row_tile) * row_tile
 
 
-def _tile_starts(sorted_rows, rows, row_tile):
+def tile_starts(sorted_rows, rows, row_tile):
+  """[rows / row_tile + 1] the first entry of each row tile (then the entry count) in
+  entries of nondecreasing rows `sorted_rows` [E]."""
   boundaries = jnp.arange(0, rows + 1, row_tile, dtype=jnp.int32)
   return jnp.searchsorted(sorted_rows, boundaries, side="left").astype(jnp.int32)
+
+
+def _layout_by_order(values, order, *, width: int, rows: int, row_tile: int, rows_of):
+  """What the write and read layouts share, chunk by chunk: values [..., C, X] (slot ids or
+  positions) and phase 1's stable slot order of their entries [..., C * X] ->
+  (order padded to `width` per token, each entry's row, entry_begin, *extra), with
+  `rows_of(sorted values) -> (the real entries' rows, *extra)`. Padding entries come after
+  the real ones and belong to no tile (row `rows`)."""
+  chunk, count = values.shape[-2:]
+  tokens = jnp.arange(chunk, dtype=jnp.int32)[:, None]
+  padding = (tokens * width + jnp.arange(count, width, dtype=jnp.int32)).reshape(-1)
+
+  def one(values, order):
+    real_rows, *extra = rows_of(values[order])
+    real_order = (order // count) * width + order % count  # padded token-major
+    row = jnp.concatenate([real_rows, jnp.full(padding.shape, rows, jnp.int32)])
+    return (jnp.concatenate([real_order, padding]), row, tile_starts(row, rows, row_tile),
+            *extra)
+
+  lead = values.shape[:-2]
+  flat = lambda x: x.reshape(-1, chunk * count).astype(jnp.int32)  # noqa: E731
+  return jax.tree.map(lambda x: x.reshape(*lead, *x.shape[1:]),
+                      jax.vmap(one)(flat(values), flat(order)))
 
 
 def write_layout(write_pos: jax.Array, slots: jax.Array, write_order: jax.Array, *,
@@ -60,25 +85,11 @@ def write_layout(write_pos: jax.Array, slots: jax.Array, write_order: jax.Array,
   stable slot order of the write entries `write_order` [..., C * W] (`ChunkIds`); W padded
   to `width`. Rows are the positions: row_slot = slots (padded to a whole number of tiles).
   No sort: phase 1's order is the layout's, padding entries appended in no tile."""
-  chunk, num_writes = write_pos.shape[-2:]
   rows = num_rows(slots.shape[-1], row_tile)
-  tokens = jnp.arange(chunk, dtype=jnp.int32)[:, None]
-  padding = (tokens * width + jnp.arange(num_writes, width, dtype=jnp.int32)).reshape(-1)
-
-  def one(positions, order):
-    real_order = (order // num_writes) * width + order % num_writes  # padded token-major
-    sorted_rows = jnp.concatenate([positions[order],
-                                   jnp.full(padding.shape, rows, jnp.int32)])
-    return (jnp.concatenate([real_order, padding]), sorted_rows,
-            _tile_starts(sorted_rows, rows, row_tile))
-
-  lead = write_pos.shape[:-2]
-  positions = write_pos.reshape(-1, chunk * num_writes).astype(jnp.int32)
-  orders = write_order.reshape(-1, chunk * num_writes).astype(jnp.int32)
-  order, sorted_rows, begin = jax.tree.map(
-      lambda x: x.reshape(*lead, *x.shape[1:]), jax.vmap(one)(positions, orders))
+  order, row, begin = _layout_by_order(write_pos, write_order, width=width, rows=rows,
+                                       row_tile=row_tile, rows_of=lambda pos: (pos,))
   row_slot = pad_entries(slots.astype(jnp.int32), rows, num_slots)
-  return EntryLayout(order=order, token=order // width, row=sorted_rows, row_slot=row_slot,
+  return EntryLayout(order=order, token=order // width, row=row, row_slot=row_slot,
                      entry_begin=begin)
 
 
@@ -87,25 +98,15 @@ def read_layout(read_idx: jax.Array, read_order: jax.Array, *, num_slots: int, w
   """read_idx [..., C, R] slot ids and phase 1's stable slot order of the read entries
   `read_order` [..., C * R] (`ChunkIds`); R padded to `width`. Rows are the distinct read
   slots. No sort: phase 1's order is the layout's, padding entries appended in no tile."""
-  chunk, num_reads = read_idx.shape[-2:]
-  rows = num_rows(chunk * width, row_tile)
-  tokens = jnp.arange(chunk, dtype=jnp.int32)[:, None]
-  padding = (tokens * width + jnp.arange(num_reads, width, dtype=jnp.int32)).reshape(-1)
+  rows = num_rows(read_idx.shape[-2] * width, row_tile)
 
-  def one(keys, order):
-    sorted_slots = keys[order]
+  def segments(sorted_slots):  # each entry's row: its slot's rank among the distinct slots
     starts = jnp.concatenate([jnp.ones((1,), bool), sorted_slots[1:] != sorted_slots[:-1]])
     segment = jnp.cumsum(starts.astype(jnp.int32)) - 1
-    row_slot = jnp.full((rows,), num_slots, jnp.int32).at[segment].set(sorted_slots)
-    real_order = (order // num_reads) * width + order % num_reads  # padded token-major
-    row = jnp.concatenate([segment, jnp.full(padding.shape, rows, jnp.int32)])
-    return (jnp.concatenate([real_order, padding]), row, row_slot,
-            _tile_starts(row, rows, row_tile))
+    return segment, jnp.full((rows,), num_slots, jnp.int32).at[segment].set(sorted_slots)
 
-  lead = read_idx.shape[:-2]
-  keys = read_idx.reshape(-1, chunk * num_reads).astype(jnp.int32)
-  orders = read_order.reshape(-1, chunk * num_reads).astype(jnp.int32)
-  order, row, row_slot, begin = jax.tree.map(
-      lambda x: x.reshape(*lead, *x.shape[1:]), jax.vmap(one)(keys, orders))
+  order, row, begin, row_slot = _layout_by_order(read_idx, read_order, width=width,
+                                                 rows=rows, row_tile=row_tile,
+                                                 rows_of=segments)
   return EntryLayout(order=order, token=order // width, row=row, row_slot=row_slot,
                      entry_begin=begin)

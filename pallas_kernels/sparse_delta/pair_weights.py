@@ -32,6 +32,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.sparse_delta import layout
 from pallas_kernels.sparse_delta.scan_pallas import gather_rows, onehot_matmul
 
 BACKWARDS = ("xla", "pallas")
@@ -56,13 +57,15 @@ def chunk_pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, *, 
   return jnp.sum(weights[:, :, None] * keys * jnp.exp(gap), axis=1) * causal
 
 
+def _every_chunk(pos, weights, log_at_token, key_table, cum_log_decay, strict):
+  return jax.vmap(functools.partial(chunk_pair_weights, strict=strict))(
+      pos, weights, log_at_token, key_table, cum_log_decay)
+
+
 # Rematerialised in the backward: its [C, X, C] intermediates would otherwise be saved for
 # every chunk (8 float32 tensors of T * X * C, 2.1 GB of the 6.2 GB of residuals of
 # sdm_small's layer), while recomputing them is a few gathers and an exp.
-@functools.partial(jax.checkpoint, static_argnums=(5,))
-def _pair_weights_xla(pos, weights, log_at_token, key_table, cum_log_decay, strict):
-  return jax.vmap(functools.partial(chunk_pair_weights, strict=strict))(
-      pos, weights, log_at_token, key_table, cum_log_decay)
+_pair_weights_xla = jax.checkpoint(_every_chunk, static_argnums=(5,))
 
 
 def pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, order, *,
@@ -89,8 +92,8 @@ def pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, order, *,
 @functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8))
 def _pair_weights_kernel_bwd(pos, weights, log_at_token, key_table, cum_log_decay, order,
                              strict, config, interpret):
-  return jax.vmap(functools.partial(chunk_pair_weights, strict=strict))(
-      pos, weights, log_at_token, key_table, cum_log_decay)
+  del order, config, interpret  # the backward's
+  return _every_chunk(pos, weights, log_at_token, key_table, cum_log_decay, strict)
 
 
 def _fwd(pos, weights, log_at_token, key_table, cum_log_decay, order, strict, config,
@@ -104,15 +107,14 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
   pos, weights, log_at_token, key_table, cum_log_decay, order = residuals
   n, chunk, width = pos.shape
   table_rows = key_table.shape[-2]  # U + 1; row U is all zeros
-  rows = -(-table_rows // config.row_tile) * config.row_tile
+  rows = layout.num_rows(table_rows, config.row_tile)
   entry_row = jnp.take_along_axis(pos.reshape(n, -1).astype(jnp.int32), order, axis=-1)
   valid = entry_row < table_rows - 1
   entry_row = jnp.where(valid, entry_row, -1)
   # Tile t owns the entries from the first valid one of row >= t * row_tile: a running max
   # of the rows skips the invalid entries interleaved among them (the kernel masks those).
-  boundaries = jnp.arange(0, rows + 1, config.row_tile, dtype=jnp.int32)
-  entry_begin = jax.vmap(lambda r: jnp.searchsorted(r, boundaries, side="left"))(
-      lax.cummax(entry_row, axis=1)).astype(jnp.int32)
+  entry_begin = jax.vmap(lambda r: layout.tile_starts(r, rows, config.row_tile))(
+      lax.cummax(entry_row, axis=1))
   by_entry = lambda x: jnp.take_along_axis(  # noqa: E731
       x.reshape(n, -1).astype(jnp.float32), order, axis=-1)
   inputs = dict(entry_begin=entry_begin, entry_row=entry_row, entry_token=order // width,

@@ -351,7 +351,7 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
       d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: the snapshot row of its slot.
       start_rows = gather_rows(r["snapshot"], here, r["entry_row"][c, bh, entries], cols,
-                           entry_valid)
+                               entry_valid)
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
                      jnp.sum(start_rows * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
@@ -494,7 +494,8 @@ def _write_inputs(coefs: ChunkCoefs, int_xs: dict, writes: layout.EntryLayout, d
 def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelConfig):
   """Slot-sorted read entries and read row tiles (the backward's scatter of d_out)."""
   reads = jax.tree.map(_chunk_major, layout.read_layout(
-      ids.read_idx, ids.read_order, num_slots=dims.num_slots, width=dims.reads, row_tile=config.row_tile))
+      ids.read_idx, ids.read_order, num_slots=dims.num_slots, width=dims.reads,
+      row_tile=config.row_tile))
   xs = dict(read_entry_token=reads.token, read_entry_row=reads.row,
             read_entry_begin=reads.entry_begin, read_row_slot=reads.row_slot,
             read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,

@@ -57,13 +57,8 @@ def _kernel(write_idx_ref, write_w_ref, v_ref, beta_ref, g_ref, read_idx_ref, re
   write_idx, read_idx = write_idx_ref[bh, :], read_idx_ref[bh, :]  # [W], [R]; -1 = padding
   written, read = write_idx >= 0, read_idx >= 0
 
-  def gather(ids, valid):  # memory[bh, ids, cols] as float32, 0 for padding
-    mask = jnp.broadcast_to(valid[:, None], (ids.shape[0], block_cols))
-    rows = pltriton.load(memory_ref.at[bh, jnp.where(valid, ids, 0)[:, None], cols[None, :]],
-                         mask=mask, other=0)
-    return rows.astype(jnp.float32)
-
-  old_rows, read_rows = gather(write_idx, written), gather(read_idx, read)
+  old_rows = scan_pallas.gather_rows(memory_ref, (bh,), write_idx, cols, written)
+  read_rows = scan_pallas.gather_rows(memory_ref, (bh,), read_idx, cols, read)
   write_w = write_w_ref[bh, :][:, None]  # [W, 1]; 0 for padding
   beta, decay = beta_ref[bh], jnp.exp(g_ref[bh])
   v = v_ref[bh, pl.ds(slab * block_cols, block_cols)][None, :]  # [1, BD]
@@ -77,8 +72,8 @@ def _kernel(write_idx_ref, write_w_ref, v_ref, beta_ref, g_ref, read_idx_ref, re
 
   match = (read_idx[:, None] == write_idx[None, :]) & written[None, :]  # [R, W]
   rewritten = jnp.max(match.astype(jnp.int32), axis=1) > 0
-  after_write = jnp.where(rewritten[:, None],
-                          scan_pallas.onehot_matmul(match, new_rows.astype(jnp.float32), pieces), read_rows)
+  reread = scan_pallas.onehot_matmul(match, new_rows.astype(jnp.float32), pieces)
+  after_write = jnp.where(rewritten[:, None], reread, read_rows)
   out_ref[bh, pl.ds(slab * block_cols, block_cols)] = jnp.sum(
       read_w_ref[bh, :][:, None] * after_write, axis=0)
 
