@@ -229,6 +229,12 @@ def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
   return lax.fori_loop(0, rounds, round_, (best, best_col, picked))[2]
 
 
+def _beats(key, ident, other_key, other_ident):
+  """Whether the other entry comes first: a larger key, or an equal key and a lower id (the
+  order every selection of this kernel keeps)."""
+  return (other_key > key) | ((other_key == key) & (other_ident < ident))
+
+
 def _rank_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int, rounds: int,
                pick: str, num_warps: int):
   """As `_scan_half` by counting ranks (module docstring, step 1, "rank")."""
@@ -246,11 +252,12 @@ def _rank_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int, ro
     mine_cols = b * block + lanes                                   # [BI]
     mine = _keys(scores_ref, rows, offset, mine_cols[None, :], sub_keys)[:, :, None]
     mine_cols = mine_cols[None, :, None]                            # [1, BI, 1]
-    beaten = (keys > mine) | ((keys == mine) & (cols < mine_cols))  # [R, BI, S]
+    beaten = _beats(mine, mine_cols, keys, cols)                    # [R, BI, S]
     rank = jnp.sum(beaten.astype(jnp.int32), axis=2)[:, :, None]    # [R, BI, 1]
     # Ranks are distinct, so each candidate's rank matches at most one entry.
-    return tuple(part + jnp.sum(jnp.where(rank == part_rank[:, None, :], mine_cols, 0), axis=1)
-                 for part, part_rank in zip(picked, ranks))
+    return tuple(
+        part + jnp.sum(jnp.where(rank == part_rank[:, None, :], mine_cols, 0), axis=1)
+        for part, part_rank in zip(picked, ranks))
 
   return lax.fori_loop(0, half_block // block, step, _no_picks(block_rows, ranks))
 
@@ -262,9 +269,8 @@ def _rank_select(keys, slots, out_lanes):
   for key, slot in zip(keys, slots):
     rank = 0
     for other_key, other_slot in zip(keys, slots):  # [R, P, 1] against [R, 1, P']
-      beaten = ((other_key[:, None, :] > key[:, :, None])
-                | ((other_key[:, None, :] == key[:, :, None])
-                   & (other_slot[:, None, :] < slot[:, :, None])))
+      beaten = _beats(key[:, :, None], slot[:, :, None], other_key[:, None, :],
+                      other_slot[:, None, :])
       rank = rank + jnp.sum(beaten.astype(jnp.int32), axis=2)
     out = out + jnp.sum(jnp.where(rank[:, :, None] == out_lanes[:, None, :],
                                   slot[:, :, None], 0), axis=1)
