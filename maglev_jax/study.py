@@ -171,23 +171,13 @@ def run_key(record: dict[str, Any]) -> str:
 
 def read_records(path: str) -> list[dict[str, Any]]:
   """The records of a study file; [] when it does not exist yet."""
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    loaded = json.load(f)
-  if not isinstance(loaded, list) or not all(isinstance(r, dict) for r in loaded):
-    raise ValueError(f"{path} must hold a JSON list of run records (a Maglev study file)")
-  return loaded
+  return records.read_record_list(path, "a Maglev study file")
 
 
 def write_records(path: str, study_records: list[dict[str, Any]]) -> None:
   """Writes the records atomically (a kill never leaves half a file)."""
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  tmp = path + ".tmp"
-  with open(tmp, "w") as f:
-    f.write(records.dumps(study_records, indent=1) + "\n")
-  os.replace(tmp, path)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  records.write_json(path, study_records)
 
 
 def make_record(study_run: StudyRun, result: dict[str, Any], workdir: str) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
-import json
 import os
 import tempfile
 import time
@@ -308,22 +307,8 @@ def measurement_records(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 def load_records(path: str) -> list[dict[str, Any]]:
   """The records of a results file ([] when it does not exist); ValueError unless it holds
-  a JSON list."""
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    loaded = json.load(f)
-  if not isinstance(loaded, list):
-    raise ValueError(f"results file {path} must hold a JSON list of records, got a "
-                     f"{type(loaded).__name__}")
-  return loaded
-
-
-def _write_json(path: str, value: Any) -> None:
-  tmp = path + ".tmp"
-  with open(tmp, "w") as f:
-    f.write(records.dumps(value, indent=1) + "\n")
-  os.replace(tmp, path)
+  a JSON list of records."""
+  return records.read_record_list(path, "a recall results file")
 
 
 def _prepare(settings: Any):
@@ -367,15 +352,15 @@ def run_sweep(settings: Any, *, output_dir: str | None = None,
       results["stopped_by"] = record["stopped_by"]
       log(f"  {point['name']}: {record['stopped_by']}; rerun with "
           f"--workdir_root={workdir_root} to resume")
-      _write_json(os.path.join(output_dir, "results.json"), results)
+      records.write_json(os.path.join(output_dir, "results.json"), results)
       return results
     results["models"].append(record)
     results["wall_s"] = time.perf_counter() - sweep_start
     log(f"  {point['name']}: accuracy {record['accuracy']:.3f}, state "
         f"{record['state_bytes']:,} B, {record['train_s']:.1f} s")
-    _write_json(os.path.join(output_dir, "results.json"), results)
+    records.write_json(os.path.join(output_dir, "results.json"), results)
   results["plots"] = recall_plots.write_plots(results, output_dir)
-  _write_json(os.path.join(output_dir, "results.json"), results)
+  records.write_json(os.path.join(output_dir, "results.json"), results)
   log(recall_plots.format_table(results))
   return results
 
@@ -407,7 +392,7 @@ def _run_into_records(settings, task, points, variants, results_file, workdir_ro
       break
     new = measurement_records(record)
     existing = load_records(results_file) + new  # re-read: another sweep may have appended
-    _write_json(results_file, existing)
+    records.write_json(results_file, existing)
     done.add(key)
     outcome["ran"].append(point["name"])
     outcome["records"].extend(new)

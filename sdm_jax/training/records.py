@@ -62,10 +62,7 @@ def keep_metrics_through(workdir: str, step: int) -> None:
     return
   kept = [line if line.endswith("\n") else line + "\n"
           for line, record in _metric_records(path) if record.get("step", step + 1) <= step]
-  tmp = path + ".tmp"
-  with open(tmp, "w") as f:
-    f.writelines(kept)
-  os.replace(tmp, path)
+  write_atomically(path, "".join(kept))
 
 
 def last_metrics(workdir: str) -> dict[str, Any] | None:
@@ -74,22 +71,38 @@ def last_metrics(workdir: str) -> dict[str, Any] | None:
   if not os.path.exists(path):
     return None
   last = None
-  with open(path) as f:
-    for line in f:
-      try:
-        record = json.loads(line)
-      except json.JSONDecodeError:  # a line cut short by a kill
-        continue
-      if isinstance(record, dict):
-        last = record
+  for _, record in _metric_records(path):
+    last = record
   return last
 
 
 def write_summary(workdir: str, summary: dict[str, Any]) -> str:
   """Writes summary.json (atomically); returns its path."""
   path = os.path.join(workdir, SUMMARY_FILE)
+  write_json(path, summary, sort_keys=True)
+  return path
+
+
+def write_atomically(path: str, text: str) -> None:
+  """Writes `text` to `path` through a temporary file: a kill never leaves half a file."""
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
-    f.write(dumps(summary, indent=1, sort_keys=True) + "\n")
+    f.write(text)
   os.replace(tmp, path)
-  return path
+
+
+def write_json(path: str, value: Any, **kwargs) -> None:
+  """`dumps(value, indent=1, **kwargs)` and a newline to `path`, atomically."""
+  write_atomically(path, dumps(value, indent=1, **kwargs) + "\n")
+
+
+def read_record_list(path: str, what: str) -> list[dict[str, Any]]:
+  """The JSON list of records (objects) in `path`, [] when it does not exist yet; a
+  ValueError naming `what` the file should be otherwise."""
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    loaded = json.load(f)
+  if not isinstance(loaded, list) or not all(isinstance(r, dict) for r in loaded):
+    raise ValueError(f"{path} must hold a JSON list of run records ({what})")
+  return loaded
