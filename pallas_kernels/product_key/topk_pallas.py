@@ -10,20 +10,13 @@ along the row axis for all of them at once):
    "scan" reduces over the whole half; "groups" keeps the best untaken entry of each group
    of `group_size` entries, reduces over those group bests and reloads (from memory) only
    the winner's group to find its next best, so a round touches S / group_size +
-   group_size entries instead of S; "rank" has no rounds: an entry's rank is the number
-   of entries that beat it (a larger key, or an equal key and a lower index), counted for
-   a block of entries at a time against the whole half, and the candidate of rank r takes
-   the entry whose rank is r (a few wide steps instead of k' dependent rounds: for the few
-   rows of decoding, where rounds leave the GPU waiting on their latency);
+   group_size entries instead of S;
 2. the pair grid pruned to ranks (i + 1)(j + 1) <= k: pair (i, j) is beaten by every pair
    of lower or equal ranks in both halves, (i + 1)(j + 1) - 1 of them, so only those can be
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). Blocks must have
    a power-of-two size, so the candidates are split into parts of at least 32 lanes
    (`candidate_parts`: 280 -> 256 + 32 lanes rather than one block of 512);
-3. k rounds of max-and-mask over the candidates' sums, the lowest slot id among equal sums
-   (`final_select="rounds"`), or ranks counted over the candidates (`"rank"`: a sum beats
-   another when larger, or equal with a lower slot id; candidates in parts of 32 lanes so
-   that each pair of parts is one [32, 32] comparison).
+3. k rounds of max-and-mask over the candidates' sums, the lowest slot id among equal sums.
 
 Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
 simply the smallest int32, below every score (-inf included). A round's pick is the
@@ -43,7 +36,6 @@ Scores must not be NaN.
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import jax
@@ -60,11 +52,8 @@ from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangen
 _NO_ID = np.iinfo(np.int32).max
 _TAKEN = np.iinfo(np.int32).min  # the key of a taken (or padding) entry
 
-HALF_SELECTS = ("scan", "groups", "rank")
-FINAL_SELECTS = ("rounds", "rank")
+HALF_SELECTS = ("scan", "groups")
 PICKS = ("max_min", "argmax")
-# "rank" compares this many entry pairs per warp at a time.
-_RANK_PAIRS_PER_WARP = 2048
 
 
 class KernelConfig(NamedTuple):
@@ -79,21 +68,6 @@ class KernelConfig(NamedTuple):
   half_select: str = "groups"  # "scan" | "groups" (module docstring, step 1)
   group_size: int = 16        # "groups": entries per group of a half
   pick: str = "max_min"       # "max_min" | "argmax": how a half's round finds its pick
-  final_select: str = "rounds"  # "rounds" | "rank" (module docstring, step 3)
-
-
-# Below this many rows (decoding: one row per sequence and head) the default ranks by
-# counting, one row per program: the rounds' dependent steps leave a few programs waiting on
-# their latency (an earlier rounds kernel made the SDM decode step slower than XLA's sorts
-# inside a scan, 0.19 vs 0.15 ms, WORKSPACE.md). Not yet timed on a GPU.
-FEW_ROWS = 1024
-FEW_ROWS_CONFIG = KernelConfig(block_rows=1, num_warps=8, half_select="rank",
-                               final_select="rank")
-
-
-def default_config(num_rows: int) -> KernelConfig:
-  """The config `product_key_topk` takes for this many rows when none is given."""
-  return FEW_ROWS_CONFIG if num_rows < FEW_ROWS else KernelConfig()
 
 
 def check_config(config: KernelConfig) -> None:
@@ -109,9 +83,6 @@ def check_config(config: KernelConfig) -> None:
                      f"{config.half_select!r}")
   if config.pick not in PICKS:
     raise ValueError(f"KernelConfig.pick must be one of {PICKS}, got {config.pick!r}")
-  if config.final_select not in FINAL_SELECTS:
-    raise ValueError(f"KernelConfig.final_select must be one of {FINAL_SELECTS}, got "
-                     f"{config.final_select!r}")
 
 
 def ordered_key(x: jax.Array) -> jax.Array:
@@ -126,14 +97,11 @@ def ordered_key(x: jax.Array) -> jax.Array:
   return bits ^ ((bits >> 31) & 0x7FFFFFFF)
 
 
-def candidate_parts(count: int, max_lanes: int | None = None) -> tuple[int, ...]:
+def candidate_parts(count: int) -> tuple[int, ...]:
   """Power-of-two lane counts covering `count` candidates, each at least 32 lanes (one
-  part below that): 119 -> (128,), 280 -> (256, 32); at most `max_lanes` (a power of two
-  >= 32) per part if given: 280, 32 -> nine parts of 32."""
+  part below that): 119 -> (128,), 280 -> (256, 32)."""
   if count <= 32:
     return (next_power_of_two(count),)
-  if max_lanes is not None:
-    return (max_lanes,) * (-(-count // max_lanes))
   lanes = -(-count // 32) * 32
   return tuple(1 << bit for bit in reversed(range(lanes.bit_length())) if lanes >> bit & 1)
 
@@ -229,54 +197,6 @@ def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
   return lax.fori_loop(0, rounds, round_, (best, best_col, picked))[2]
 
 
-def _beats(key, ident, other_key, other_ident):
-  """Whether the other entry comes first: a larger key, or an equal key and a lower id (the
-  order every selection of this kernel keeps)."""
-  return (other_key > key) | ((other_key == key) & (other_ident < ident))
-
-
-def _rank_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int, rounds: int,
-               pick: str, num_warps: int):
-  """As `_scan_half` by counting ranks (module docstring, step 1, "rank")."""
-  del rounds, pick
-  half_block = next_power_of_two(sub_keys)
-  cols = jnp.arange(half_block, dtype=jnp.int32)[None, None, :]    # [1, 1, S]
-  keys = _keys(scores_ref, rows._replace(load=rows.load[:, :, None]), offset, cols,
-               sub_keys)                                           # [R, 1, S]
-  block_rows = keys.shape[0]
-  block = max(1, min(half_block,
-                     _RANK_PAIRS_PER_WARP * num_warps // (block_rows * half_block)))
-  lanes = jnp.arange(block, dtype=jnp.int32)
-
-  def step(b, picked):
-    mine_cols = b * block + lanes                                   # [BI]
-    mine = _keys(scores_ref, rows, offset, mine_cols[None, :], sub_keys)[:, :, None]
-    mine_cols = mine_cols[None, :, None]                            # [1, BI, 1]
-    beaten = _beats(mine, mine_cols, keys, cols)                    # [R, BI, S]
-    rank = jnp.sum(beaten.astype(jnp.int32), axis=2)[:, :, None]    # [R, BI, 1]
-    # Ranks are distinct, so each candidate's rank matches at most one entry.
-    return tuple(
-        part + jnp.sum(jnp.where(rank == part_rank[:, None, :], mine_cols, 0), axis=1)
-        for part, part_rank in zip(picked, ranks))
-
-  return lax.fori_loop(0, half_block // block, step, _no_picks(block_rows, ranks))
-
-
-def _rank_select(keys, slots, out_lanes):
-  """As `_select` by counting ranks over the candidates (module docstring, step 3,
-  "rank"): per part keys, slots [R, P]; returns [R, Y]."""
-  out = jnp.zeros((keys[0].shape[0], out_lanes.shape[1]), jnp.int32)
-  for key, slot in zip(keys, slots):
-    rank = 0
-    for other_key, other_slot in zip(keys, slots):  # [R, P, 1] against [R, 1, P']
-      beaten = _beats(key[:, :, None], slot[:, :, None], other_key[:, None, :],
-                      other_slot[:, None, :])
-      rank = rank + jnp.sum(beaten.astype(jnp.int32), axis=2)
-    out = out + jnp.sum(jnp.where(rank[:, :, None] == out_lanes[:, None, :],
-                                  slot[:, :, None], 0), axis=1)
-  return out
-
-
 def _select(keys, slots, rounds: int, out_lanes):
   """`rounds` rounds of max-and-mask over the candidates, per part keys [R, X] and slots
   [R, X] (distinct where the key is not _TAKEN): [R, Y] lane y holds the slot of the y-th
@@ -311,8 +231,6 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *, num_rows: int, sub_ke
 
   if config.half_select == "groups":
     half = functools.partial(_groups_half, group_size=config.group_size)
-  elif config.half_select == "rank":
-    half = functools.partial(_rank_half, num_warps=config.num_warps)
   else:
     half = _scan_half
   half = functools.partial(half, scores_ref, rows, sub_keys=sub_keys, rounds=per_half,
@@ -326,10 +244,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *, num_rows: int, sub_ke
     keys.append(jnp.where(rank >= 0, ordered_key(sums), _TAKEN))
     slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
-  if config.final_select == "rank":
-    idx = _rank_select(keys, slots, out_lanes)
-  else:
-    idx = _select(keys, slots, k, out_lanes)
+  idx = _select(keys, slots, k, out_lanes)
   # The logits from the same float32 values as the sums (-0.0 made +0.0, as in the twin).
   logits = (_load_scores(scores_ref, rows, idx // sub_keys, width)
             + _load_scores(scores_ref, rows, sub_keys + idx % sub_keys, width))
@@ -348,8 +263,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   rows = scores.reshape(-1, width)
   num_rows = rows.shape[0]
   pairs = candidate_pairs(k, per_half)
-  ranked = "rank" in (config.half_select, config.final_select)
-  parts = candidate_parts(len(pairs), max_lanes=32 if ranked else None)
+  parts = candidate_parts(len(pairs))
   ranks = np.full((2, sum(parts)), -1, np.int32)
   ranks[:, :len(pairs)] = pairs.T
   kernel = functools.partial(_kernel, num_rows=num_rows, sub_keys=sub_keys, k=k,
@@ -388,16 +302,14 @@ _topk.defvjp(_topk_fwd, _topk_bwd)
 def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None = None,
                      interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
   """scores [..., 2S] -> (idx [..., k] int32, logits [..., k] in scores' dtype); the
-  contract of `topk_xla.product_key_topk`. config: `default_config(rows)` when None
-  (results do not depend on it). interpret: default unless on a GPU."""
-  if config is None:
-    config = default_config(math.prod(scores.shape[:-1]))
+  contract of `topk_xla.product_key_topk`. config: `KernelConfig()` when None (results do
+  not depend on it). interpret: default unless on a GPU."""
+  config = KernelConfig() if config is None else config
   check_config(config)
   if interpret is None:
     interpret = not platform.on_gpu()
   return _topk(scores, k, config, interpret)
 
 
-__all__ = ["FEW_ROWS", "FEW_ROWS_CONFIG", "FINAL_SELECTS", "HALF_SELECTS", "KernelConfig",
-           "PICKS", "candidate_parts", "check_config", "default_config",
+__all__ = ["HALF_SELECTS", "KernelConfig", "PICKS", "candidate_parts", "check_config",
            "ordered_key", "product_key_topk"]

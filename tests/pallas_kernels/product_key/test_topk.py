@@ -29,7 +29,6 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=4, pick="argmax"),
     topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=2),
-    topk_pallas.FEW_ROWS_CONFIG,
 ]
 
 
@@ -119,9 +118,6 @@ CONFIGS = [
     topk_pallas.KernelConfig(half_select="groups", group_size=4),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax"),
     topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
-    topk_pallas.KernelConfig(half_select="rank", final_select="rank", block_rows=1, num_warps=8),
-    topk_pallas.KernelConfig(half_select="rank", block_rows=2),
-    topk_pallas.KernelConfig(half_select="groups", final_select="rank"),
 ]
 
 
@@ -170,8 +166,7 @@ def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
 
 @pytest.mark.parametrize("field,value", [("block_rows", 3), ("num_warps", 0),
                                          ("num_warps", 64), ("group_size", 24),
-                                         ("half_select", "sort"), ("pick", "argmin"),
-                                         ("final_select", "sort")])
+                                         ("half_select", "sort"), ("pick", "argmin")])
 def test_kernel_config_is_checked(field, value):
   with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
     topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
@@ -187,8 +182,6 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
   assert topk_pallas.candidate_parts(280) == (256, 32)
   assert topk_pallas.candidate_parts(645) == (512, 128, 32)
   assert topk_pallas.candidate_parts(12) == (16,)
-  assert topk_pallas.candidate_parts(280, max_lanes=32) == (32,) * 9
-  assert topk_pallas.candidate_parts(12, max_lanes=32) == (16,)
 
 
 @pytest.mark.tpu
