@@ -46,10 +46,12 @@ PHASE2 = {"chunked": scan_xla.scan_chunks, "pallas_gpu": scan_pallas.scan_chunks
 KERNEL_LIMITS = {"pallas_gpu": scan_pallas.kernel_limits,
                  "pallas_tpu": scan_pallas_tpu.kernel_limits}
 MAX_KERNEL_CHUNK = min(scan_pallas.MAX_CHUNK, scan_pallas_tpu.MAX_CHUNK)
-# How every impl differentiates phase 1's pair weights. The backward kernel
-# (`pair_weights`, "pallas") matches XLA's autodiff in interpret mode and lowers to Triton,
-# but has not been compiled or timed on a GPU yet; until it is, XLA's ("xla") runs.
-PAIR_BACKWARD = "xla"
+# How each impl differentiates phase 1's pair weights: the GPU kernel's impl with the
+# backward kernel (`pair_weights`, "pallas"; interpret mode off the GPU), the others with
+# XLA's autodiff ("xla"). On the H200 the kernel lowered the layer's fwd+bwd peak from
+# 4.95 to 4.34 GB (sdm_small's layer) and 13.56 to 13.19 GB (d = 2048, N = 262,144) at
+# 26.0 vs 26.2 and 46.4 vs 47.5 ms (WORKSPACE.md, issue 11).
+PAIR_BACKWARD = {"chunked": "xla", "pallas_gpu": "pallas", "pallas_tpu": "xla"}
 
 # The C x C products feed the recurrence: keep them in full float32 (no TF32 on GPU).
 _PRECISION = lax.Precision.HIGHEST
@@ -189,7 +191,7 @@ def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl
   batch, seq_len, heads, _ = inputs.write_idx.shape
   num_slots = inputs.memory.shape[-2]
   plan = plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=chunk_size, error=error,
-                     shorten=impl == "chunked", pair_backward=PAIR_BACKWARD)
+                     shorten=impl == "chunked", pair_backward=PAIR_BACKWARD[impl])
   memory = inputs.memory
   if impl == "chunked":
     # The kernels take a shared table unbroadcast: its gradient sums over B in float32.
