@@ -13,8 +13,10 @@ time-major; T is padded to a multiple of C only when it is not one already):
 
 1. `_prepare_kernel`, grid (B*H, N): A, X, transition and update of one chunk, all float32.
    X is built from 16 x 16 blocks (Triton has no triangular solve): each diagonal block by
-   forward substitution (15 row steps, elementwise), the blocks below the diagonal by
-   X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. It writes X [C, C] for the output kernel:
+   forward substitution (15 dependent row steps, elementwise; `diagonal_inverse=
+   "substitution"`) or as the product (I - a)(I + a^2)(I + a^4)(I + a^8), exact because a^16
+   = 0 for a strictly lower-triangular 16 x 16 block (six matmuls; `"products"`), the blocks
+   below the diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. It writes X [C, C] for the output kernel:
    fewer bytes than w and u ([C, K + V]), at the price of two matmuls recomputed there.
 2. `state_pallas.chunk_states`: the start state S0 of every chunk (one sequential launch).
 3. `_output_kernel`, grid (V / BV, B*H, N): O for one chunk and one slab of BV value columns,
@@ -65,6 +67,10 @@ class KernelConfig(NamedTuple):
   backward_warps: int = 8
   num_stages: int = 1        # of the chunk-local kernels
   f32_dot_passes: int = 3    # float32 matmuls of the chunk-local kernels: 3 TF32x3, 1 TF32
+  diagonal_inverse: str = "substitution"  # or "products" (module docstring, launch 1)
+
+
+DIAGONAL_INVERSES = ("substitution", "products")
 
 
 def default_config(value_dim: int) -> KernelConfig:
@@ -89,6 +95,9 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
     return f"f32_dot_passes must be 1 (TF32) or 3 (TF32x3), got {config.f32_dot_passes}"
   if config.num_stages < 1:
     return f"num_stages must be >= 1, got {config.num_stages}"
+  if config.diagonal_inverse not in DIAGONAL_INVERSES:
+    return (f"diagonal_inverse must be one of {DIAGONAL_INVERSES}, got "
+            f"{config.diagonal_inverse!r}")
   return None
 
 
@@ -160,8 +169,22 @@ def _invert_diagonal_blocks(blocks):
   return lax.fori_loop(1, n, step, tuple(identity for _ in blocks))
 
 
+def _invert_diagonal_blocks_by_products(blocks, precision):
+  """(I + a)^-1 = sum_{n < 16} (-a)^n = (I - a)(I + a^2)(I + a^4)(I + a^8) for each strictly
+  lower-triangular [16, 16] block a (a^16 = 0): matmuls only, no dependent row steps."""
+  identity = (_iota((BLOCK_T, BLOCK_T), 0) == _iota((BLOCK_T, BLOCK_T), 1)).astype(jnp.float32)
+  inverses = []
+  for a in blocks:
+    inverse, power = identity - a, a
+    for _ in range(BLOCK_T.bit_length() - 2):  # a^2, a^4, a^8
+      power = _dot(power, power, precision)
+      inverse = inverse + _dot(inverse, power, precision)
+    inverses.append(inverse)
+  return tuple(inverses)
+
+
 def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, inverse_ref, *,
-                    block_v: int, interpret: bool, f32_passes: int):
+                    block_v: int, diagonal_inverse: str, interpret: bool, f32_passes: int):
   """One chunk of one sequence x head: transition [K, K], update [K, V], X [C, C].
 
   k_ref [C, K], v_ref [C, V], g_ref, beta_ref [C] (inputs' dtype); outputs float32.
@@ -191,7 +214,9 @@ def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, i
         betas[b][:, None] * _decays(cumulative[b], cumulative[j], "strict" if j == b else "none")
         * _dot(keys[b], keys[j], input_precision, transpose_b=True)
         for j in range(b + 1)])
-  diagonal = _invert_diagonal_blocks(tuple(a[b][b] for b in range(num_blocks)))
+  diagonal_blocks = tuple(a[b][b] for b in range(num_blocks))
+  diagonal = (_invert_diagonal_blocks_by_products(diagonal_blocks, f32_precision)
+              if diagonal_inverse == "products" else _invert_diagonal_blocks(diagonal_blocks))
   x = []  # x[b][j] = X[rows b, rows j] for j <= b
   for b in range(num_blocks):
     x.append([None] * b + [diagonal[b]])
@@ -463,7 +488,8 @@ def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, inte
        _per_chunk((c, c), _chunk_grid)],
       [jax.ShapeDtypeStruct((n, bh, kd, kd), f32), jax.ShapeDtypeStruct((n, bh, kd, vd), f32),
        jax.ShapeDtypeStruct((n, bh, c, c), f32)],
-      config.prepare_warps, config, interpret, block_v=config.prepare_block_v)(k, v, g, beta)
+      config.prepare_warps, config, interpret, block_v=config.prepare_block_v,
+      diagonal_inverse=config.diagonal_inverse)(k, v, g, beta)
   start_states, final_state = state_pallas.chunk_states(
       transition, update, initial_state.reshape(bh, kd, vd).astype(f32),
       block_v=config.state_block_v, interpret=interpret)
