@@ -65,8 +65,8 @@ def sub_keys_per_head(num_slots: int) -> int:
 
 def addressing(scores: jax.Array, count: int, impl: str = "auto"
                ) -> tuple[jax.Array, jax.Array]:
-  """Product-key scores [B, T, H, 2S] -> (slot ids [B, T, H, count] int32, float32 weights
-  [B, T, H, count] = softmax over the selected sums)."""
+  """Product-key scores [..., 2S] (e.g. [B, T, H, 2S]) -> (slot ids [..., count] int32,
+  float32 weights [..., count] = softmax over the selected sums)."""
   idx, logits = product_key_topk(scores.astype(jnp.float32), count, impl=impl)
   return idx, jax.nn.softmax(logits, axis=-1)
 
@@ -155,8 +155,14 @@ class SparseDeltaMemory(RecurrentMixer):
     chex.assert_axis_dimension(x, 2, self.model_dim)
     batch, length, _ = x.shape
     heads = lambda y: y.reshape(batch, length, self.num_heads, -1)  # noqa: E731
-    write_idx, write_w = addressing(heads(self.key_proj(x)), self.num_writes, self.topk_impl)
-    read_idx, read_w = addressing(heads(self.query_proj(x)), self.num_reads, self.topk_impl)
+    write_scores, read_scores = heads(self.key_proj(x)), heads(self.query_proj(x))
+    if self.num_writes == self.num_reads:
+      # Both selections in one call: half the launches (decoding is launch-bound).
+      (write_idx, read_idx), (write_w, read_w) = addressing(
+          jnp.stack([write_scores, read_scores]), self.num_writes, self.topk_impl)
+    else:
+      write_idx, write_w = addressing(write_scores, self.num_writes, self.topk_impl)
+      read_idx, read_w = addressing(read_scores, self.num_reads, self.topk_impl)
     g, beta = self.gates(x)
     return write_idx, write_w, heads(self.value_proj(x)), beta, g, read_idx, read_w
 

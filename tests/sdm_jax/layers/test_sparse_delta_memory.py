@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
+from sdm_jax.layers.sparse_delta_memory import addressing
 from sdm_jax.layers.sparse_delta_memory import resolve_memory_dtype
 from sdm_jax.layers.sparse_delta_memory import sub_keys_per_head
 
@@ -151,3 +152,25 @@ def test_topk_kernel_gives_the_same_layer(params):
   outputs = [jax.jit(make_layer(topk_impl=impl).apply)(params, x, positions)
              for impl in ("xla", "pallas")]
   np.testing.assert_allclose(outputs[0], outputs[1], rtol=1e-6, atol=1e-6)
+
+
+def test_equal_writes_and_reads_are_selected_in_one_call():
+  """With W = R the layer stacks both score sets into one top-k; ids and weights must be
+  what two separate selections give."""
+  layer = make_layer(num_writes=3, num_reads=3)
+  x, positions = inputs()
+  layer_params = layer.init(jax.random.PRNGKey(2), x, positions)
+
+  def separately(module, x):
+    heads = lambda y: y.reshape(*x.shape[:2], module.num_heads, -1)  # noqa: E731
+    return (addressing(heads(module.key_proj(x)), 3), addressing(heads(module.query_proj(x)), 3))
+
+  write_idx, write_w, _, _, _, read_idx, read_w = layer.apply(layer_params, x,
+                                                              method=SparseDeltaMemory._inputs)
+  (want_write_idx, want_write_w), (want_read_idx, want_read_w) = layer.apply(
+      layer_params, x, method=separately)
+  np.testing.assert_array_equal(write_idx, want_write_idx)
+  np.testing.assert_array_equal(read_idx, want_read_idx)
+  np.testing.assert_array_equal(write_w, want_write_w)
+  np.testing.assert_array_equal(read_w, want_read_w)
+  assert not np.array_equal(write_idx, read_idx)  # two different selections
