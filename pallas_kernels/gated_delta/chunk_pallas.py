@@ -16,8 +16,9 @@ time-major; T is padded to a multiple of C only when it is not one already):
    forward substitution (15 dependent row steps, elementwise; `diagonal_inverse=
    "substitution"`) or by six masked 16 x 16 matmuls that double the inverted block size
    from 4 to 16 (`"matmuls"`, `_invert_diagonal_blocks_by_matmuls`), the blocks below the
-   diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. It writes X [C, C] for the output kernel:
-   fewer bytes than w and u ([C, K + V]), at the price of two matmuls recomputed there.
+   diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. It writes X [C, C] for the output
+   kernel: fewer bytes than w and u ([C, K + V]), at the price of two matmuls recomputed
+   there.
 2. `state_pallas.chunk_states`: the start state S0 of every chunk (one sequential launch).
 3. `_output_kernel`, grid (V / BV, B*H, N): O for one chunk and one slab of BV value columns,
    written straight into o [B, T, H, V] in v's dtype.
