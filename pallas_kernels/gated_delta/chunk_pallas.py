@@ -30,8 +30,9 @@ reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backwar
 
 Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
 XLA twin does; every other matmul is float32 (TF32x3 on the GPU, or one TF32 pass with
-`KernelConfig.f32_dot_passes=1`; full precision in interpret mode). Decays are exp of differences inside one chunk, masked before the exp, so
-strong decays underflow to 0 and never overflow.
+`KernelConfig.f32_dot_passes=1`; full precision in interpret mode). Decays are exp of
+differences inside one chunk, masked before the exp, so strong decays underflow to 0 and
+never overflow.
 
 Autodiff: `gated_delta_rule` is a `custom_vjp`. Given a differentiable `twin` (the chunked
 XLA path), its forward rule runs the twin under `jax.vjp` and keeps the twin's VJP function
