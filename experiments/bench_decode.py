@@ -42,6 +42,8 @@ _SDM_READS = flags.DEFINE_integer("sdm_reads", 64, "SDM slots read per token R."
 _SDM_IMPL = flags.DEFINE_string("sdm_impl", "auto", "SDM op impl (the decode step: \"auto\" = "
                                 "the fused kernel on GPU, \"chunked\" = the XLA step).")
 _SDM_TOPK_IMPL = flags.DEFINE_string("sdm_topk_impl", "auto", "SDM product-key top-k impl.")
+_ATTENTION_DECODE_IMPL = flags.DEFINE_string(
+    "attention_decode_impl", "auto", "A/S decode attention impl (sdm_jax.ops.decode_attention).")
 _TOP_OPS = flags.DEFINE_integer("top_ops", 0, "Also list this many costliest device ops of "
                                 "one step (a profiler trace; empty on CPU).")
 _MODELS = flags.DEFINE_list("models", ["sdm_small", "gdn_small", "hybrid_attn_small"],
@@ -63,7 +65,8 @@ def layer_config(kind: str, context: int) -> LMConfig:
       compute_dtype=_DTYPE.value, gdn_heads=_GDN_HEADS.value,
       gdn_head_dim=_GDN_HEAD_DIM.value, gdn_expand_v=_GDN_EXPAND_V.value,
       sdm_heads=_SDM_HEADS.value, sdm_slots=_SDM_SLOTS.value, sdm_writes=_SDM_WRITES.value,
-      sdm_reads=_SDM_READS.value, sdm_impl=_SDM_IMPL.value, sdm_topk_impl=_SDM_TOPK_IMPL.value)
+      sdm_reads=_SDM_READS.value, sdm_impl=_SDM_IMPL.value, sdm_topk_impl=_SDM_TOPK_IMPL.value,
+      attention_decode_impl=_ATTENTION_DECODE_IMPL.value)
 
 
 def main(argv):

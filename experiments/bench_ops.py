@@ -2,6 +2,8 @@
 
   python -m experiments.bench_ops --op=gdn --batch=4 --seq_len=4096 --heads=8 \
       --key_dim=64 --value_dim=128 --dtype=bfloat16
+  python -m experiments.bench_ops --op=decode_attention --batch=8 --seq_len=131072 \
+      --heads=16 --value_dim=128 --tilings="default,min_programs=1024"   # L = seq_len, D = value_dim
 
 Prints one JSON object (the last stdout line) with the configuration and the timings.
 Each op registers a function in `BENCHMARKS` taking the parsed flags and returning a dict.
@@ -15,6 +17,7 @@ from absl import flags
 import jax
 
 from experiments import cli
+from sdm_jax.evaluation import attention_benchmarks
 from sdm_jax.evaluation import gdn_benchmarks
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import topk_benchmarks
@@ -81,7 +84,8 @@ _TILINGS = flags.DEFINE_list(
     "'field=value;...' over the kernels' KernelConfig (sdm: scan_pallas, fields block_cols, "
     "row_tile, entry_block, group_entries, num_warps; gdn: chunk_pallas, fields block_v, "
     "state_block_v, prepare_warps, output_warps, num_stages, ...; topk: topk_pallas, fields "
-    "block_rows, num_warps, half_select, group_size, pick).")
+    "block_rows, num_warps, half_select, group_size, pick; decode_attention: decode_pallas, "
+    "fields block_k, num_warps, num_stages, min_programs).")
 
 
 def _gdn_tiling_from_flags() -> dict[str, Any]:
@@ -144,6 +148,18 @@ def _bench_topk() -> dict[str, Any]:
 
 
 BENCHMARKS["topk"] = _bench_topk
+
+_WINDOW = flags.DEFINE_integer("window", None, "Keys per query (decode_attention; None: full).")
+
+
+def _bench_decode_attention() -> dict[str, Any]:
+  return attention_benchmarks.benchmark(
+      batch=_BATCH.value, cache_len=_SEQ_LEN.value, heads=_HEADS.value,
+      head_dim=_VALUE_DIM.value, dtype=_DTYPE.value, window=_WINDOW.value,
+      tilings=_TILINGS.value, warmup=_WARMUP.value, repeats=_REPEATS.value)
+
+
+BENCHMARKS["decode_attention"] = _bench_decode_attention
 
 
 def main(argv):

@@ -21,10 +21,11 @@ import jax
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.attention.decode_xla import attention_mask
 from sdm_jax import sharding
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.rotary import apply_rotary
-
+from sdm_jax.ops import decode_attention
 
 
 class AttentionCache(NamedTuple):
@@ -42,21 +43,6 @@ class AttentionCache(NamedTuple):
 # kv_hook(x, k, v, positions) -> (k, v): rewrites the rotated keys and values of every token
 # before attention and before they enter a cache (Maglev injects its recurrent memory so).
 KVHook = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
-
-
-def attention_mask(q_positions: jax.Array, k_positions: jax.Array,
-                   window: int | None) -> jax.Array:
-  """[B, Tq, Tk] boolean: key k is visible to query q.
-
-  Visible when `0 <= k_pos <= q_pos` and, with a window, `q_pos - k_pos < window`.
-  Negative key positions mark empty cache slots.
-  """
-  q_pos = q_positions[:, :, None]
-  k_pos = k_positions[:, None, :]
-  visible = (k_pos >= 0) & (k_pos <= q_pos)
-  if window is not None:
-    visible &= (q_pos - k_pos) < window
-  return visible
 
 
 def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
@@ -88,30 +74,6 @@ def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.
   # widening v instead would copy the whole value cache to float32 at every decode step.
   out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(v.dtype), v,
                    preferred_element_type=jnp.float32)
-  return out.astype(q.dtype)
-
-
-def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
-                           k_positions: jax.Array, *, window: int | None = None,
-                           scale: float | None = None) -> jax.Array:
-  """`masked_attention` for one query per sequence (a decode step), reading k and v once.
-
-  q [B, 1, H, D]; k, v [B, L, H, D] (a cache); positions as in `masked_attention`.
-  Written as multiply-and-reduce over the cache's own layout: XLA's dot would first
-  transpose the whole cache to put (b, h) in front, copying it twice per step.
-  Returns [B, 1, H, D] in q.dtype; products and sums in float32.
-  """
-  chex.assert_rank([q, k, v], 4)
-  chex.assert_equal_shape([k, v])
-  if q.shape[1] != 1:
-    raise ValueError(f"q must hold one query per sequence ([B, 1, H, D]), got {q.shape}")
-  scale = q.shape[-1] ** -0.5 if scale is None else scale
-  f32 = jnp.float32
-  scores = jnp.sum(q.astype(f32) * k.astype(f32), axis=-1) * scale  # [B, L, H]
-  mask = attention_mask(q_positions, k_positions, window)[:, 0, :, None]  # [B, L, 1]
-  scores = jnp.where(mask, scores, -jnp.inf)
-  weights = jnp.nan_to_num(jax.nn.softmax(scores, axis=1))
-  out = jnp.sum(weights[..., None] * v.astype(f32), axis=1, keepdims=True)  # [B, 1, H, D]
   return out.astype(q.dtype)
 
 
@@ -185,6 +147,8 @@ class Attention(nn.Module):
     window: keys per query (`S`), or None for full causal attention (`A`).
     qk_norm: RMS-normalise q and k per head before rotary.
     rope_base: rotary wavelength base.
+    decode_impl: how `decode` attends over the cache (`decode_attention.IMPLS`: "auto",
+      "xla", "pallas", "pallas_gpu").
   """
 
   model_dim: int
@@ -193,6 +157,7 @@ class Attention(nn.Module):
   window: int | None = None
   qk_norm: bool = True
   rope_base: float = 10_000.0
+  decode_impl: str = "auto"
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -260,6 +225,7 @@ class Attention(nn.Module):
     """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache)."""
     q, k, v = self._project(x, positions, kv_hook)
     cache = write_cache(cache, k, v, positions)
-    o = single_query_attention(q, cache.k, cache.v, positions, cache.positions,
-                               window=self.window)
+    o = decode_attention.single_query_attention(q, cache.k, cache.v, positions,
+                                                cache.positions, window=self.window,
+                                                impl=self.decode_impl)
     return self._output(o), cache

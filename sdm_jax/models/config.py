@@ -27,6 +27,8 @@ class LMConfig:
     mlp_activation: "relu2" or "swiglu".
     qk_norm: RMS-normalise queries and keys.
     rope_base: rotary wavelength base.
+    attention_decode_impl: how `A` and `S` layers attend over their cache when decoding
+      (`sdm_jax.ops.decode_attention.IMPLS`: "auto", "xla", "pallas", "pallas_gpu").
     logit_softcap: if set, logits = cap * tanh(logits / cap).
     compute_dtype: "float32" or "bfloat16" activations (parameters stay param_dtype).
     param_dtype: "float32" or "bfloat16".
@@ -59,6 +61,7 @@ class LMConfig:
   mlp_activation: str = "relu2"
   qk_norm: bool = True
   rope_base: float = 10_000.0
+  attention_decode_impl: str = "auto"
   logit_softcap: float | None = None
   compute_dtype: str = "float32"
   param_dtype: str = "float32"
@@ -110,6 +113,12 @@ class LMConfig:
     if self.mlp_activation not in ("relu2", "swiglu"):
       raise ValueError(f"LMConfig.mlp_activation must be 'relu2' or 'swiglu', got "
                        f"{self.mlp_activation!r}")
+
+    if set("AS") & set(self.pattern):
+      from sdm_jax.ops.decode_attention import IMPLS  # pylint: disable=g-import-not-at-top
+      if self.attention_decode_impl not in IMPLS:
+        raise ValueError(f"LMConfig.attention_decode_impl must be one of {IMPLS}, got "
+                         f"{self.attention_decode_impl!r}")
 
     if "G" in self.pattern:
       from sdm_jax.ops.gated_delta import IMPLS  # pylint: disable=g-import-not-at-top

@@ -45,7 +45,8 @@ def _attention(window_of: Callable[[Any], int | None]) -> Callable[[Any, str], n
     return Attention(
         model_dim=config.d_model, num_heads=config.num_heads,
         head_dim=config.resolved_head_dim, window=window_of(config), qk_norm=config.qk_norm,
-        rope_base=config.rope_base, dtype=_dtype(config.compute_dtype),
+        rope_base=config.rope_base, decode_impl=config.attention_decode_impl,
+        dtype=_dtype(config.compute_dtype),
         param_dtype=_dtype(config.param_dtype), name=name)
   return build
 

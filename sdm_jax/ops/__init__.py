@@ -9,6 +9,7 @@ take the inputs, its fast XLA path otherwise (TPUs included).
 
 from __future__ import annotations
 
+from sdm_jax.ops.decode_attention import single_query_attention
 from sdm_jax.ops.gated_delta import gated_delta_rule
 from sdm_jax.ops.gated_delta import gated_delta_step
 from sdm_jax.ops.product_key import product_key_topk
@@ -19,6 +20,7 @@ __all__ = [
     "gated_delta_rule",
     "gated_delta_step",
     "product_key_topk",
+    "single_query_attention",
     "sparse_delta_rule",
     "sparse_delta_step",
 ]

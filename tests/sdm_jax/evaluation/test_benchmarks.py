@@ -6,6 +6,7 @@ import jax
 import pytest
 
 from pallas_kernels.product_key import topk_pallas
+from sdm_jax.evaluation import attention_benchmarks
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import topk_benchmarks
@@ -54,6 +55,18 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
     for key in ("fwd_ms", "fwd_bwd_ms", "speedup_over_lax_top_k", "speedup_over_xla"):
       assert kernel[key] > 0, key
   assert shape["fastest_tiling"] in (default["tiling"], scan["tiling"])
+
+
+def test_decode_attention_benchmark_times_xla_and_each_tiling():
+  result = attention_benchmarks.benchmark(
+      batch=2, cache_len=40, heads=2, head_dim=16, dtype="float32", window=9,
+      tilings=["default", "block_k=16;min_programs=8"], warmup=0, repeats=1)
+  assert result["xla_ms"] > 0 and result["cache_bytes"] == 2 * 2 * 40 * 2 * 16 * 4
+  default, small = result["pallas_gpu"]
+  assert (default["block_k"], small["block_k"], small["min_programs"]) == (64, 16, 8)
+  for kernel in (default, small):
+    assert kernel["ms"] > 0 and kernel["cache_gb_per_s"] > 0
+    assert kernel["max_abs_difference"] < 1e-5
 
 
 def test_tiling_benchmark_times_each_tiling_on_one_plan():

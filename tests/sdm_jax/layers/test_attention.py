@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from sdm_jax.layers.attention import causal_attention, init_attention_cache, masked_attention
-from sdm_jax.layers.attention import single_query_attention, write_cache
+from sdm_jax.layers.attention import write_cache
+from sdm_jax.ops.decode_attention import single_query_attention
 
 
 def naive_attention(q, k, v, window):
@@ -86,17 +87,18 @@ def test_cudnn_matches_the_xla_path(window):
                              rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("impl", ["xla", "pallas"])
 @pytest.mark.parametrize("window", [None, 5])
-def test_single_query_attention_equals_masked_attention(window):
-  """The decode path against the reference, with empty slots (-1) and a ring buffer whose
+def test_single_query_attention_equals_masked_attention(window, impl):
+  """The decode paths against the reference, with empty slots (-1) and a ring buffer whose
   slots hold positions out of order."""
-  q, k, v = random_qkv(3, (2, 16, 3, 8))
+  q, k, v = random_qkv(3, (2, 16, 3, 16))
   q = q[:, :1]
   cache_positions = jnp.asarray(np.stack([np.r_[16:24, 8:16], np.r_[0:10, [-1] * 6]]),
                                 jnp.int32)
   positions = jnp.asarray([[23], [9]], jnp.int32)
   want = masked_attention(q, k, v, positions, cache_positions, window=window)
-  got = single_query_attention(q, k, v, positions, cache_positions, window=window)
+  got = single_query_attention(q, k, v, positions, cache_positions, window=window, impl=impl)
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -107,7 +109,7 @@ def test_single_query_attention_materializes_nothing_of_the_cache_size():
   cache = jnp.ones((2, 4096, 4, 64), jnp.bfloat16)
   positions = jnp.full((2, 1), 4096, jnp.int32)
   cache_positions = jnp.broadcast_to(jnp.arange(4096, dtype=jnp.int32), (2, 4096))
-  hlo = jax.jit(single_query_attention).lower(
+  hlo = jax.jit(functools.partial(single_query_attention, impl="xla")).lower(
       q, cache, cache, positions, cache_positions).compile().as_text()
   instructions = [line for line in hlo[hlo.index("ENTRY"):].splitlines()
                   if " = " in line and "parameter(" not in line]
@@ -119,5 +121,5 @@ def test_single_query_attention_materializes_nothing_of_the_cache_size():
   assert instructions
   large = [line for line in instructions if size(line) >= cache.size]
   assert not large, large
-  out = single_query_attention(q, cache, cache * 2, positions, cache_positions)
+  out = single_query_attention(q, cache, cache * 2, positions, cache_positions, impl="xla")
   np.testing.assert_allclose(np.asarray(out, np.float32), 2.0)

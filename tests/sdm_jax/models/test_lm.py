@@ -25,11 +25,13 @@ def init(config, length=8, seed=0):
 SMALL_SDM = dict(sdm_slots=64, sdm_writes=4, sdm_reads=4, sdm_chunk_size=8, sdm_impl="reference")
 
 
-@pytest.mark.parametrize("pattern", ["A", "S", "SAG", "SM"])
-def test_cached_decode_equals_parallel_forward(pattern):
+@pytest.mark.parametrize("pattern,attention_decode_impl", [
+    ("A", "auto"), ("S", "auto"), ("SAG", "auto"), ("SM", "auto"), ("SA", "pallas")])
+def test_cached_decode_equals_parallel_forward(pattern, attention_decode_impl):
   # window 4 with 19 tokens: the S ring buffer wraps around several times.
   config = LMConfig(**TINY, pattern=pattern, num_layers=max(2, len(pattern)),
-                    window=4, gdn_chunk_size=8, **SMALL_SDM)
+                    window=4, gdn_chunk_size=8, attention_decode_impl=attention_decode_impl,
+                    **SMALL_SDM)
   model, params, tokens = init(config, length=19)
   full = jax.jit(model.apply)(params, tokens)  # jitted: eager dispatch compiles op by op
   prompt_len = 3
@@ -107,6 +109,7 @@ def test_bf16_compute_keeps_float32_params_and_logits():
     (dict(pattern="M", sdm_memory_dtype="float16"), "sdm_memory_dtype"),
     (dict(pattern="M", sdm_topk_impl="reference"), "sdm_topk_impl"),
     (dict(pattern="M", sdm_heads=3), "sdm_heads"),
+    (dict(pattern="S", attention_decode_impl="cudnn"), "attention_decode_impl"),
 ])
 def test_invalid_configs_name_the_field(fields, message):
   values = {**TINY, "num_layers": 2, **fields}

@@ -1,0 +1,164 @@
+"""Single-query attention over a decode cache as a Pallas kernel (Triton on GPU).
+
+One query per sequence and head reads a cache k, v [B, L, H, D] in the layout the decode
+step keeps it (no transpose: XLA's dot, and JAX's shipped `pallas.ops.gpu.decode_attention`,
+first move the heads in front, copying the whole cache). With one query per (b, h) there is
+little parallelism, so the cache is split along L ("split-K" or flash-decoding): grid
+(B, H, splits), each program walks its span of slots in blocks of `block_k` with an online
+softmax and writes its partial result,
+
+  m_s = max scores,   l_s = sum exp(score - m_s),   acc_s = sum exp(score - m_s) v,
+
+and XLA combines the splits: o = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max m_s.
+Scores are q . k (float32 products summed over D: one query gives no matmul), masked by
+the slots' positions exactly as `decode_xla.attention_mask`. Loads of keys and values are
+masked by visibility, so empty slots (position < 0, a cache not yet full) and slots outside
+the window cost no bandwidth. A query that sees no key gets zeros, as in the twin.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
+import jax.numpy as jnp
+
+from pallas_kernels import platform
+
+
+class KernelConfig(NamedTuple):
+  """Tiling of the kernel (block_k and num_warps powers of two)."""
+  block_k: int = 64          # cache slots per step of a program's loop
+  num_warps: int = 4
+  num_stages: int = 1        # Triton software pipelining of the loop (1: none)
+  min_programs: int = 512    # the cache is split until B * H * splits reaches this
+
+
+def check_config(config: KernelConfig) -> None:
+  """Raises ValueError naming the first field of `config` the kernel cannot take."""
+  for name in ("block_k", "num_warps"):
+    value = getattr(config, name)
+    if not isinstance(value, int) or value < 1 or value & (value - 1):
+      raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
+  for name in ("num_stages", "min_programs"):
+    value = getattr(config, name)
+    if not isinstance(value, int) or value < 1:
+      raise ValueError(f"KernelConfig.{name} must be an int >= 1, got {value!r}")
+
+
+def kernel_limits(*, head_dim: int, dtype) -> str | None:
+  """Why the kernel cannot take these inputs, or None if it can."""
+  if head_dim < 16 or head_dim & (head_dim - 1):
+    return f"the head dim D must be a power of two >= 16, got {head_dim}"
+  if jnp.dtype(dtype) == jnp.float64:
+    return "float64 inputs take the XLA path"
+  return None
+
+
+def split_span(cache_len: int, programs_per_split: int, config: KernelConfig) -> int:
+  """Slots per program: a multiple of block_k, small enough that B * H * splits reaches
+  `config.min_programs` while the cache has blocks to spare."""
+  splits = max(1, -(-config.min_programs // programs_per_split))
+  span = -(-cache_len // splits)
+  return -(-span // config.block_k) * config.block_k
+
+
+def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, span: int,
+            block_k: int, window: int | None, scale: float):
+  b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+  cache_len, head_dim = k_ref.shape[1], k_ref.shape[-1]
+  f32 = jnp.float32
+  cols = jnp.arange(head_dim, dtype=jnp.int32)
+  lanes = jnp.arange(block_k, dtype=jnp.int32)
+  query = q_ref[b, h, :].astype(f32)  # [D]
+  q_pos = q_pos_ref[b]
+  first = split * span
+
+  def step(i, carry):
+    best, total, acc = carry
+    slots = first + i * block_k + lanes                               # [BK]
+    k_pos = pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
+    visible = (k_pos >= 0) & (k_pos <= q_pos)
+    if window is not None:
+      visible &= (q_pos - k_pos) < window
+    rows = (b, slots[:, None], h, cols[None, :])
+    mask = jnp.broadcast_to(visible[:, None], (block_k, head_dim))
+    keys = pltriton.load(k_ref.at[rows], mask=mask, other=0).astype(f32)  # [BK, D]
+    scores = jnp.where(visible, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
+    new_best = jnp.maximum(best, jnp.max(scores))
+    # While nothing is visible the running max is -inf: shift by 0 so exp gives 0, not NaN.
+    shift = jnp.where(new_best == -jnp.inf, 0.0, new_best)
+    weights = jnp.exp(scores - shift)                                 # [BK]
+    correction = jnp.exp(best - shift)
+    values = pltriton.load(v_ref.at[rows], mask=mask, other=0).astype(f32)
+    acc = acc * correction + jnp.sum(weights[:, None] * values, axis=0)
+    return new_best, total * correction + jnp.sum(weights), acc
+
+  init = (jnp.full((), -jnp.inf, f32), jnp.zeros((), f32), jnp.zeros((head_dim,), f32))
+  best, total, acc = jax.lax.fori_loop(0, span // block_k, step, init)
+  acc_ref[b, h, split, :] = acc
+  stats_ref[b, h, split, :] = jnp.where(jnp.arange(2) == 0, best, total)
+
+
+def _combine(acc, stats):
+  """acc [B, H, splits, D], stats [B, H, splits, 2] (max, sum) -> [B, H, D] float32."""
+  best, total = stats[..., 0], stats[..., 1]
+  overall = jnp.max(best, axis=-1, keepdims=True)
+  weight = jnp.where(best == -jnp.inf, 0.0,
+                     jnp.exp(best - jnp.where(overall == -jnp.inf, 0.0, overall)))
+  norm = jnp.sum(weight * total, axis=-1)[..., None]
+  out = jnp.sum(weight[..., None] * acc, axis=-2)
+  return jnp.where(norm > 0, out / jnp.where(norm > 0, norm, 1.0), 0.0)
+
+
+@functools.partial(jax.jit, static_argnames=("window", "scale", "config", "interpret"))
+def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpret):
+  batch, cache_len, heads, head_dim = k.shape
+  span = split_span(cache_len, batch * heads, config)
+  splits = -(-cache_len // span)
+  acc, stats = pl.pallas_call(
+      functools.partial(_kernel, span=span, block_k=config.block_k, window=window,
+                        scale=scale),
+      out_shape=[jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
+                 jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32)],
+      grid=(batch, heads, splits),
+      interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
+                                             num_stages=config.num_stages),
+  )(q_positions[:, 0].astype(jnp.int32), q[:, 0], k, v, k_positions.astype(jnp.int32))
+  return _combine(acc, stats)[:, None].astype(q.dtype)
+
+
+def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
+                           k_positions: jax.Array, *, window: int | None = None,
+                           scale: float | None = None, config: KernelConfig | None = None,
+                           interpret: bool | None = None) -> jax.Array:
+  """`decode_xla.single_query_attention` as the split-cache kernel: q [B, 1, H, D]; k, v
+  [B, L, H, D]; q_positions [B, 1]; k_positions [B, L] (negative = empty). Returns [B, 1, H,
+  D] in q.dtype. config: `KernelConfig()` when None (results do not depend on it);
+  interpret: default unless on a GPU."""
+  if q.ndim != 4 or q.shape[1] != 1:
+    raise ValueError(f"q must hold one query per sequence ([B, 1, H, D]), got {q.shape}")
+  if k.shape != v.shape or k.ndim != 4 or (k.shape[0], *k.shape[2:]) != (q.shape[0],
+                                                                           *q.shape[2:]):
+    raise ValueError(f"k and v must be [B, L, H, D] caches matching q {q.shape}, got "
+                     f"{k.shape} and {v.shape}")
+  reason = kernel_limits(head_dim=q.shape[-1], dtype=jnp.result_type(q, k, v))
+  if reason:
+    raise ValueError(f"the decode attention kernel cannot take these inputs: {reason}")
+  if window is not None and window < 1:
+    raise ValueError(f"window must be >= 1 or None, got {window}")
+  config = KernelConfig() if config is None else config
+  check_config(config)
+  if interpret is None:
+    interpret = not platform.on_gpu()
+  scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
+  return _attend(q, k, v, q_positions, k_positions, window=window, scale=scale,
+                 config=config, interpret=interpret)
+
+
+__all__ = ["KernelConfig", "check_config", "kernel_limits", "single_query_attention",
+           "split_span"]
