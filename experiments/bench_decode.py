@@ -9,11 +9,14 @@ For each mixer letter, batch and context length: builds a one-layer LMConfig at
 --repeats calls after --warmup, one jitted call per token (host dispatch included). For
 each named experiment config (--models; empty to skip), batch and --model_contexts: the
 whole model's greedy decoding, --model_steps tokens in one jitted `lax.scan` as
-`generate` runs them (`sdm_jax.evaluation.decode_benchmarks`). Prints a table and, last,
-one JSON object.
+`generate` runs them (`sdm_jax.evaluation.decode_benchmarks`); the --sdm_impl,
+--sdm_topk_impl and --attention_decode_impl flags given apply to both. Prints a table and,
+last, one JSON object.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from absl import flags
 import jax
@@ -85,9 +88,14 @@ def main(argv):
               f"{result['scan_step_ms']:.3f} in a scan "
               f"(cache {result['cache_bytes_per_sequence'] / 2**20:,.1f} MiB/sequence)",
               flush=True)
+  # The impl flags given on the command line apply to the whole models too; the others
+  # keep each config's own choice.
+  impl_overrides = {flag.name: flag.value for flag in (_SDM_IMPL, _SDM_TOPK_IMPL,
+                                                       _ATTENTION_DECODE_IMPL) if flag.present}
   models = []
   for name in _MODELS.value:
-    model_config = common.lm_configs(configs.get_config(name))[0]
+    model_config = dataclasses.replace(common.lm_configs(configs.get_config(name))[0],
+                                       **impl_overrides)
     for batch in map(int, _BATCHES.value):
       for context in map(int, _MODEL_CONTEXTS.value):
         result = time_generation(model_config, batch, context, steps=_MODEL_STEPS.value)

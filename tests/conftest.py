@@ -32,7 +32,7 @@ jax.config.update("jax_default_matmul_precision", "highest")
 # a persistent cache for this test session turns the repeats into loads.
 _CACHE_DIR = os.path.join(tempfile.gettempdir(), f"sdm_jax_test_cache_{os.getuid()}")
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
@@ -49,6 +49,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
       if platform in item.keywords:
         item.add_marker(skip)
+  # Longest first (the classic schedule for the shortest makespan): with `-n 2` a long test
+  # started last would leave the other worker idle at the end.
+  items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture

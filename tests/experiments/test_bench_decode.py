@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow
 def test_bench_decode_reports_each_mixer_batch_and_context(run_cli):
   stdout = run_cli("bench_decode", "--d_model=32", "--heads=2", "--window=8", "--gdn_heads=2",
                    "--gdn_head_dim=8", "--sdm_slots=256", "--sdm_writes=4", "--sdm_reads=4",
                    "--contexts=16,64", "--batches=2", "--repeats=1", "--warmup=1",
                    "--compute_dtype=float32", "--models=gdn_tiny", "--model_contexts=16,40",
-                   "--model_steps=3")
+                   "--model_steps=3", "--attention_decode_impl=xla")  # reaches the models too
   result = json.loads(stdout.strip().splitlines()[-1])
   rows = {(r["mixer"], r["context"]): r for r in result["results"]}
   assert set(rows) == {(m, c) for m in "MGSA" for c in (16, 64)}

@@ -453,7 +453,7 @@ def test_plan_gradients_are_the_same_with_the_pair_weight_kernel(error):
                                 pair_backward=pair_backward).coefs
       return sum(jnp.sum(c * w) for c, w in zip(jax.tree.leaves(coefs),
                                                  jax.tree.leaves(weights)))
-    return jax.grad(loss, argnums=tuple(range(5)))(*floats)
+    return jax.jit(jax.grad(loss, argnums=tuple(range(5))))(*floats)
 
   for got, want in zip(grads("pallas"), grads("xla")):
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5,
