@@ -52,9 +52,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
       if platform in item.keywords:
         item.add_marker(skip)
-  # Longest first (the classic schedule for the shortest makespan): with `-n 2` a long test
-  # started last would leave the other worker idle at the end.
-  items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
-
-@pytest.mark.slow
 def test_bench_decode_reports_each_mixer_batch_and_context(run_cli):
   stdout = run_cli("bench_decode", "--d_model=32", "--heads=2", "--window=8", "--gdn_heads=2",
                    "--gdn_head_dim=8", "--sdm_slots=256", "--sdm_writes=4", "--sdm_reads=4",

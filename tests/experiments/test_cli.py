@@ -25,7 +25,6 @@ SDM = ["--config.model.pattern=SM", "--config.model.sdm_slots=256",
 
 # The SDM run also takes M0's learning-rate multiplier from the command line: its optimizer
 # state then has one more part, which the resume and `evaluate` must rebuild from the workdir.
-@pytest.mark.slow
 @pytest.mark.parametrize("config, overrides", [
     ("swa_tiny", []), ("sdm_tiny", SDM + ["--config.train.m0_lr_multiplier=3.0"])])
 def test_train_evaluate_generate_round_trip(run_cli, tmp_path, config, overrides):

@@ -11,7 +11,6 @@ from experiments.common import build_runs
 from tests.experiments.cli_flags import TOY_LM_MODEL, TOY_LM_TRAIN, config_overrides
 
 
-@pytest.mark.slow
 def test_compare_trains_each_config_and_reports_state_and_memory_apart(run_cli, toy_corpus,
                                                                         tmp_path):
   stdout = run_cli("compare", "--configs=gdn_tiny,sdm_tiny_no_m0", "--steps=2",

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from maglev_jax import study
 
 # What the issue asks of every record, and what the study adds to read it.
@@ -18,7 +16,6 @@ FIELDS = {"model", "sharing", "lambda", "stop_gradient_target", "prefiller_ce_we
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.slow
 def test_smoke_preset_records_skips_and_replots(run_cli, toy_corpus, tmp_path):
   out = tmp_path / "study.json"
   flags = ["--config=experiments/configs/maglev_study.py:smoke", f"--config.data={toy_corpus}",

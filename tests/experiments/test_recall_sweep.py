@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 
-
-@pytest.mark.slow
 def test_smoke_sweep_writes_results_and_plots(run_cli, tmp_path):
   output = tmp_path / "sweep"
   stdout = run_cli("recall_sweep", "--config=experiments/configs/recall_sweep.py:smoke",
@@ -46,7 +43,6 @@ RECORD_FIELDS = ("name", "run_key", "mixer", "knob", "value", "task", "seq_len",
                  "m0_rows_trained_fraction")
 
 
-@pytest.mark.slow
 def test_study_preset_appends_records_skips_finished_runs_and_replots(run_cli, tmp_path):
   results_file = tmp_path / "study.json"
   flags = ["--config=experiments/configs/recall_sweep.py:study_smoke", "--config.mixers=M",

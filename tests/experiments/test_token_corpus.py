@@ -53,7 +53,6 @@ def token_corpus(tmp_path_factory):
   return str(root), val, table
 
 
-@pytest.mark.slow
 def test_train_resume_evaluate_generate_on_train_bin_val_bin(run_cli, run_cli_process,
                                                              token_corpus, tmp_path):
   root, val, table = token_corpus
@@ -103,7 +102,6 @@ def test_without_token_bytes_bpb_is_not_reported_and_nothing_crashes(run_cli, to
   assert evaluated["val_loss"] == pytest.approx(trained["val_loss"], rel=1e-5)
 
 
-@pytest.mark.slow
 def test_compare_on_train_bin_val_bin_with_a_table(run_cli, token_corpus, tmp_path):
   root, _, _ = token_corpus
   stdout = run_cli("compare", "--configs=swa_tiny,gdn_tiny", "--steps=2",

@@ -37,7 +37,6 @@ def last_json(stdout: str) -> dict:
   return json.loads(stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
 def test_two_processes_train_like_one_device(cli_env, run_cli, tmp_path):
   def start(env, *flags):
     return subprocess.Popen([sys.executable, "-m", "experiments.train", *SDM_TINY, *flags],

@@ -24,7 +24,6 @@ from tests.pallas_kernels.sparse_delta.test_scan_pallas import _plan
 from tests.pallas_kernels.sparse_delta.test_scan_pallas import _xla_scan
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("error,shared_memory,value_dim", [
     ("shared", False, 256), ("shared", True, 128), ("per_slot", False, 128)])
 def test_kernels_match_the_xla_twin_without_races(error, shared_memory, value_dim):

@@ -32,7 +32,6 @@ def run_meshes(config: str) -> dict:
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
 def test_sdm_tiny_on_meshes():
   run = run_meshes("sdm_tiny")
   check_losses(run)
@@ -45,7 +44,6 @@ def test_sdm_tiny_on_meshes():
   assert run["pallas_op_relative_error"] < 1e-5
 
 
-@pytest.mark.slow
 def test_gdn_tiny_on_meshes():
   run = run_meshes("gdn_tiny")
   check_losses(run)
