@@ -37,7 +37,7 @@ def _grads(backward, args, strict, d_pairs, config=None):
                                       config=config)
     return jnp.sum(pairs * d_pairs)
 
-  return jax.grad(loss, argnums=(0, 1, 2, 3))(*floats)
+  return jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)))(*floats)
 
 
 def _assert_grads_match(got, want, *, tol):
