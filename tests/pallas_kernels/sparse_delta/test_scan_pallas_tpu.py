@@ -24,12 +24,14 @@ from tests.pallas_kernels.sparse_delta.test_scan_pallas import _plan
 from tests.pallas_kernels.sparse_delta.test_scan_pallas import _xla_scan
 
 
-@pytest.mark.parametrize("error,shared_memory,value_dim", [
-    ("shared", False, 256), ("shared", True, 128), ("per_slot", False, 128)])
+# Only Dv = 256 gives two column slabs, one per simulated core, so only it can race; the
+# other forms (per-slot error, a shared table) run through the op in interpret mode in
+# tests/sdm_jax/ops/test_sparse_delta.py (`pallas_tpu`), one slab each.
+@pytest.mark.parametrize("error,shared_memory,value_dim", [("shared", False, 256)])
 def test_kernels_match_the_xla_twin_without_races(error, shared_memory, value_dim):
   # T = 40 in chunks of 16 (the last one padded); N = 40 slots for 3 writes x 16 tokens
   # (every slot written several times per chunk); head 1 writes and reads the same slots at
-  # every token. Dv = 256 gives two column slabs, one per simulated core.
+  # every token.
   memory, plan = _plan(11, error=error, shared_memory=shared_memory, batch=1, seq_len=40,
                        heads=2, num_slots=40, value_dim=value_dim, writes=3, reads=5)
   kernel = functools.partial(scan_pallas_tpu.scan_chunks, error=error,
