@@ -11,9 +11,9 @@ softmax and writes its partial result,
 
 and XLA combines the splits: o = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max m_s.
 Scores are q . k (float32 products summed over D: one query gives no matmul), masked by
-the slots' positions exactly as `decode_xla.attention_mask`. Loads of keys and values are
-masked by visibility, so empty slots (position < 0, a cache not yet full) and slots outside
-the window cost no bandwidth. A query that sees no key gets zeros, as in the twin.
+the slots' positions with `decode_xla.visible`, the rule of both paths. Loads of keys and
+values are masked by visibility, so empty slots (position < 0, a cache not yet full) and
+slots outside the window cost no bandwidth. A query that sees no key gets zeros, as in the twin.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.attention import decode_xla
 
 
 class KernelConfig(NamedTuple):
@@ -81,13 +82,11 @@ def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, sp
     best, total, acc = carry
     slots = first + i * block_k + lanes                               # [BK]
     k_pos = pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
-    visible = (k_pos >= 0) & (k_pos <= q_pos)
-    if window is not None:
-      visible &= (q_pos - k_pos) < window
+    seen = decode_xla.visible(q_pos, k_pos, window)                   # [BK]
     rows = (b, slots[:, None], h, cols[None, :])
-    mask = jnp.broadcast_to(visible[:, None], (block_k, head_dim))
+    mask = jnp.broadcast_to(seen[:, None], (block_k, head_dim))
     keys = pltriton.load(k_ref.at[rows], mask=mask, other=0).astype(f32)  # [BK, D]
-    scores = jnp.where(visible, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
+    scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
     new_best = jnp.maximum(best, jnp.max(scores))
     # While nothing is visible the running max is -inf: shift by 0 so exp gives 0, not NaN.
     shift = jnp.where(new_best == -jnp.inf, 0.0, new_best)

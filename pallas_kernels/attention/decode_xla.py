@@ -12,19 +12,21 @@ import jax
 import jax.numpy as jnp
 
 
+def visible(q_pos: jax.Array, k_pos: jax.Array, window: int | None) -> jax.Array:
+  """Elementwise (broadcasting) whether the key at k_pos is visible to the query at q_pos:
+  `0 <= k_pos <= q_pos` and, with a window, `q_pos - k_pos < window`. Negative key
+  positions mark empty cache slots. The rule of both decode paths (the kernel applies it to
+  each block of slots)."""
+  seen = (k_pos >= 0) & (k_pos <= q_pos)
+  if window is not None:
+    seen &= (q_pos - k_pos) < window
+  return seen
+
+
 def attention_mask(q_positions: jax.Array, k_positions: jax.Array,
                    window: int | None) -> jax.Array:
-  """[B, Tq, Tk] boolean: key k is visible to query q.
-
-  Visible when `0 <= k_pos <= q_pos` and, with a window, `q_pos - k_pos < window`.
-  Negative key positions mark empty cache slots.
-  """
-  q_pos = q_positions[:, :, None]
-  k_pos = k_positions[:, None, :]
-  visible = (k_pos >= 0) & (k_pos <= q_pos)
-  if window is not None:
-    visible &= (q_pos - k_pos) < window
-  return visible
+  """[B, Tq, Tk] boolean: key k is visible to query q (`visible`)."""
+  return visible(q_positions[:, :, None], k_positions[:, None, :], window)
 
 
 def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
