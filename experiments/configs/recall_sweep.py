@@ -10,7 +10,7 @@ batch_size, peak_lr, compute_dtype; scoring eval_seq_lens, eval_num_kv_pairs,
 eval_examples; and, with defaults in `sdm_jax.evaluation.recall_sweep.SETTING_DEFAULTS`:
 task and task_options, sdm_match_gdn (the isoFLOP SDM twin of each GDN head dim),
 m0_lr_multipliers, log_every, and the stop rule plateau_window (0: off),
-plateau_min_improvement, plateau_min_steps, plateau_loss_floor.
+plateau_min_improvement, plateau_min_steps, plateau_loss_floor, plateau_pause_fraction.
 
 Presets of the issue-18 studies, one 10-minute H200 command each, to run with
 `--results_file` (WORKSPACE.md "Running" lists the commands in order):
@@ -32,7 +32,10 @@ ends most runs earlier than these caps.
 
 Every study run shares its stop rule: losses logged every 100 steps, the mean of the last
 five against the five before, stop below 1% relative improvement or below a loss of 0.01,
-never before half the cap (MQAR's loss can rest near chance before it falls).
+never before half the cap (MQAR's loss can rest near chance before it falls), and never
+on a plateau above 0.9 of the chance loss: a model that has not left chance trains to the
+cap (the first mqar512_base run on the H200, without that clause, stopped every GDN at
+chance after 3000 of 6000 steps; WORKSPACE.md, issue 18).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from sdm_jax.evaluation.recall_sweep import SETTING_DEFAULTS
 _STUDY_MODEL = dict(d_model=128, num_heads=4, base_window=8, compute_dtype="bfloat16",
                     sdm_writes=32, sdm_reads=32, peak_lr=3e-3, eval_examples=256,
                     log_every=100, plateau_window=5, plateau_min_improvement=0.01,
-                    plateau_loss_floor=0.01)
+                    plateau_loss_floor=0.01, plateau_pause_fraction=0.9)
 _NO_KNOBS = dict(windows=(), gdn_head_dims=(), sdm_slots=())
 
 

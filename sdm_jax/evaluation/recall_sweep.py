@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import math
 import os
 import tempfile
 import time
@@ -62,6 +63,9 @@ SETTING_DEFAULTS = {
     # `PlateauRule` (plateau_window 0: no rule, every run trains to `steps`).
     "plateau_window": 0, "plateau_min_improvement": 0.01, "plateau_min_steps": 0,
     "plateau_loss_floor": 0.0,
+    # A plateau above this fraction of the chance loss -ln(chance_accuracy) is a pause, not
+    # the end (`PlateauRule.pause_above`; 0: off).
+    "plateau_pause_fraction": 0.0,
 }
 STEP_CAP = "step_cap"
 
@@ -94,10 +98,15 @@ def plateau_rule(settings: dict[str, Any]) -> PlateauRule | None:
   """The settings' stop rule, None when plateau_window is 0."""
   if not settings["plateau_window"]:
     return None
+  fraction = settings["plateau_pause_fraction"]
+  if not (isinstance(fraction, (int, float)) and 0 <= fraction < 1):
+    raise ValueError(f"plateau_pause_fraction must be in [0, 1), got {fraction!r}")
+  chance_loss = -math.log(chance_accuracy(sweep_task(settings)))
   return PlateauRule(window=settings["plateau_window"],
                      min_improvement=settings["plateau_min_improvement"],
                      min_steps=settings["plateau_min_steps"],
-                     loss_floor=settings["plateau_loss_floor"])
+                     loss_floor=settings["plateau_loss_floor"],
+                     pause_above=fraction * chance_loss)
 
 
 def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:

@@ -93,6 +93,10 @@ def test_settings_are_checked_before_anything_trains(tmp_path):
     recall_sweep.run_sweep(dict(sweep_config.PRESETS["smoke"], plateau_window=2,
                                 plateau_min_improvement=-1.0),
                            results_file=str(tmp_path / "r.json"))
+  with pytest.raises(ValueError, match="plateau_pause_fraction must be in"):
+    recall_sweep.run_sweep(dict(sweep_config.PRESETS["smoke"], plateau_window=2,
+                                plateau_pause_fraction=1.5),
+                           results_file=str(tmp_path / "r.json"))
   with pytest.raises(ValueError, match="exactly one of output_dir"):
     recall_sweep.run_sweep(sweep_config.PRESETS["smoke"])
   assert not (tmp_path / "r.json").exists()
@@ -113,8 +117,18 @@ def test_run_keys_change_with_what_shapes_a_run():
   # The knob lists of other mixers do not shape this run.
   assert key == key_of(windows=[16], gdn_head_dims=[8])
   others = [key_of(steps=3), key_of(seq_len=24), key_of(sdm_writes=2, sdm_reads=2),
-            key_of(plateau_window=2), key_of(eval_examples=4), key_of(peak_lr=1e-3)]
+            key_of(plateau_window=2), key_of(eval_examples=4), key_of(peak_lr=1e-3),
+            key_of(plateau_window=2, plateau_pause_fraction=0.9)]
   assert len({key, *others}) == 1 + len(others)
+
+
+def test_the_pause_threshold_is_a_fraction_of_the_chance_loss():
+  settings = recall_sweep.complete_settings(
+      dict(sweep_config.PRESETS["smoke"], plateau_window=2, plateau_pause_fraction=0.9))
+  chance = recall_sweep.chance_accuracy(recall_sweep.sweep_task(settings))
+  assert recall_sweep.plateau_rule(settings).pause_above == pytest.approx(
+      -0.9 * np.log(chance))
+  assert recall_sweep.plateau_rule({**settings, "plateau_pause_fraction": 0}).pause_above == 0
 
 
 def _run_record(rng):

@@ -41,10 +41,19 @@ def test_the_rule_waits_for_min_steps_and_stops_below_the_floor():
   assert PlateauRule(window=2, loss_floor=1e-2)(_history(solved)) == LOSS_FLOOR
 
 
+def test_a_plateau_above_pause_above_is_a_pause():
+  at_chance = 6.24 + 0.001 * np.random.default_rng(1).standard_normal(8)
+  assert PlateauRule(window=2)(_history(at_chance)) == PLATEAU
+  assert PlateauRule(window=2, pause_above=0.9 * 6.24)(_history(at_chance)) is None
+  left_chance = np.full(8, 2.0)  # flat, but well below chance: the end
+  assert PlateauRule(window=2, pause_above=0.9 * 6.24)(_history(left_chance)) == PLATEAU
+
+
 @pytest.mark.parametrize("field, value", [("window", 0), ("window", 2.5),
                                           ("min_improvement", -0.1),
                                           ("min_improvement", float("nan")),
-                                          ("min_steps", -1), ("loss_floor", float("inf"))])
+                                          ("min_steps", -1), ("loss_floor", float("inf")),
+                                          ("pause_above", -1.0)])
 def test_the_rule_refuses_bad_settings(field, value):
   with pytest.raises(ValueError, match=f"PlateauRule.{field} must be"):
     PlateauRule(**{field: value})
