@@ -6,7 +6,7 @@
 Fields: mixers (letters of A, S, G, M); d_model, num_heads, base_window (the binding first
 layer's window); the knobs windows (S), gdn_head_dims (G), sdm_slots (M, at sdm_writes /
 sdm_reads); the task seq_len, num_kv_pairs (mqar), vocab_size; training steps (the cap),
-batch_size, peak_lr, compute_dtype; scoring eval_seq_lens, eval_num_kv_pairs,
+batch_size, peak_lrs (each model once per learning rate), compute_dtype; scoring eval_seq_lens, eval_num_kv_pairs,
 eval_examples; and, with defaults in `sdm_jax.evaluation.recall_sweep.SETTING_DEFAULTS`:
 task and task_options, sdm_match_gdn (the isoFLOP SDM twin of each GDN head dim),
 m0_lr_multipliers, log_every, and the stop rule plateau_window (0: off),
@@ -18,17 +18,17 @@ Presets of the issue-18 studies, one 10-minute H200 command each, to run with
 - niah_single, niah_multi_key: needle in a haystack, trained at 1024 tokens and scored at
   1K, 2K, 4K and 8K.
 
-How they were sized. The `h200` preset's 3000 steps of batch 64 x 256 tokens took, per
-step, SA 2.4 ms, SS 2.6-2.7, SG K=16/32/64 3.8/3.2/2.8, SM N=1,024/4,096/16,384/65,536
-7.2/7.5/8.0/10.0 ms, and about 29 s per model besides (compilation, scoring: (476 s -
-158 s of steps) / 11 models). Assumed here: step time proportional to the tokens of a step
-(batch x seq_len), except SM's part that grows with N (2.8 ms from N = 1,024 to 65,536 at
-batch 64: about 0.043 ms per 1,000 slots, one table per sequence, so proportional to the
-batch only); SG K=128 (not measured) at 3.8 ms, like K=16; 35 s per model besides (40 s at
-2048 tokens, 45 s with scoring up to 8K tokens); the whole under about 500 s, leaving the
-rest of the 600 s for JAX's start and the stop at SIGTERM. Unmeasured configurations
-(W = R = 64 and 128, N = 262,144) are the guesses stated where they appear. The stop rule
-ends most runs earlier than these caps.
+How they were sized. Measured on the H200 (mqar512_base, session 12): per step of batch
+64 x 512 tokens, SA 3.2 ms, SS 3.0-3.6, SG K=32/64/128 2.8-3.3, and about 25 s per run
+besides (compilation, scoring): no faster than the `h200` sweep's steps at half the tokens
+(SA 2.4, SG 2.8-3.8, SM N=1,024/4,096/16,384/65,536 7.2/7.5/8.0/10.0 ms at batch 64 x
+256), so small models are launch-bound. Assumed for the rest (not measured): SM at the
+`h200` sweep's step times plus 0.043 ms per 1,000 slots beyond 65,536, W = R = 64 / 128 at
+2x / 4x the W = 32 step, 2048-token steps at about 1.5x the 512-token ones. Every study
+preset trains each model at two learning rates (peak_lrs 3e-3 and 1e-3; a model's figure is
+its better one, as in Zoology): at 3e-3 no GDN left chance in 6000 steps on mqar512, at 1e-3
+GDN K=64 reached 0.996 (WORKSPACE.md, issue 18). Estimates below are for both rates and the
+step caps; the stop rule ends most runs earlier.
 
 Every study run shares its stop rule: losses logged every 100 steps, the mean of the last
 five against the five before, stop below 1% relative improvement or below a loss of 0.01,
@@ -50,7 +50,7 @@ from sdm_jax.evaluation.recall_sweep import SETTING_DEFAULTS
 # token): N = 2^14, 2^16, 2^18 have 1.33x, 2.0x, 3.4x the mixer FLOPs of N = 2^12 (records
 # carry mixer_flops_per_token).
 _STUDY_MODEL = dict(d_model=128, num_heads=4, base_window=8, compute_dtype="bfloat16",
-                    sdm_writes=32, sdm_reads=32, peak_lr=3e-3, eval_examples=256,
+                    sdm_writes=32, sdm_reads=32, peak_lrs=(3e-3, 1e-3), eval_examples=256,
                     log_every=100, plateau_window=5, plateau_min_improvement=0.01,
                     plateau_loss_floor=0.01, plateau_pause_fraction=0.9)
 _NO_KNOBS = dict(windows=(), gdn_head_dims=(), sdm_slots=())
@@ -75,8 +75,8 @@ def _mqar2048(steps: int = 4000, **knobs) -> dict:
 def _niah(task: str, task_options: dict, steps: int = 3000) -> dict:
   """Trained at 1024 tokens (batch 32, vocabulary 256: 127 value tokens), scored at 1K,
   2K, 4K, 8K: A, S window 256, G K=32 and 128, M N=2^12 (isoFLOP with G K=32) and 2^16.
-  Per step (x2 the h200 tokens): A 4.8, S 5.4, G 6.4 + 7.6, M 14.5 + 15.8 ms = 54.5 ms;
-  3000 x 54.5 ms = 164 s + 6 x 45 s = 434 s."""
+  Per step: A 2.4, S 2.7, G 3.2 + 3.8, M 7.5 + 10.0 ms = 29.6 ms; per rate 3000 x 29.6 ms
+  = 89 s + 6 x 30 s = 269 s; 538 s for both (a cut command resumes on the same machine)."""
   return dict(_STUDY_MODEL, mixers="ASGM", windows=(256,), gdn_head_dims=(32, 128),
               sdm_slots=(4096, 65536), task=task, task_options=task_options, seq_len=1024,
               num_kv_pairs=None, vocab_size=256, batch_size=32, steps=steps,
@@ -92,56 +92,51 @@ PRESETS = {
                  windows=(16, 64, 256), gdn_head_dims=(16, 32, 64),
                  sdm_slots=(1024, 4096, 16384, 65536), sdm_writes=32, sdm_reads=32,
                  seq_len=256, num_kv_pairs=32, vocab_size=256, steps=3000, batch_size=64,
-                 peak_lr=3e-3, compute_dtype="bfloat16", eval_seq_lens=(128, 256, 512),
+                 peak_lrs=(3e-3,), compute_dtype="bfloat16", eval_seq_lens=(128, 256, 512),
                  eval_num_kv_pairs=(8, 16, 32), eval_examples=256),
     # CPU seconds per model: one knob value per mixer, a few steps (for tests).
     "smoke": dict(mixers="ASGM", d_model=32, num_heads=2, base_window=4, windows=(8,),
                   gdn_head_dims=(16,), sdm_slots=(64,), sdm_writes=4, sdm_reads=4,
                   seq_len=32, num_kv_pairs=4, vocab_size=32, steps=2, batch_size=4,
-                  peak_lr=2e-3, compute_dtype="float32", eval_seq_lens=(16, 32),
+                  peak_lrs=(2e-3,), compute_dtype="float32", eval_seq_lens=(16, 32),
                   eval_num_kv_pairs=(2, 4), eval_examples=8),
     # The study presets' machinery on CPU in seconds (for tests): G and M, the stop rule,
     # slot usage, a scored variant; `--results_file` appends records.
     "study_smoke": dict(mixers="GM", d_model=32, num_heads=2, base_window=4, windows=(),
                         gdn_head_dims=(16,), sdm_slots=(64,), sdm_writes=4, sdm_reads=4,
                         seq_len=32, num_kv_pairs=4, vocab_size=32, steps=4, batch_size=4,
-                        peak_lr=2e-3, compute_dtype="float32", eval_seq_lens=(),
+                        peak_lrs=(2e-3,), compute_dtype="float32", eval_seq_lens=(),
                         eval_num_kv_pairs=(2,), eval_examples=8, log_every=1,
                         plateau_window=1, plateau_min_steps=2, plateau_loss_floor=0.01),
 
-    # MQAR, 64 pairs in 512 tokens (x2 the h200 tokens per step), cap 6000 steps.
-    # A 5.5 ms (4.8 + the longer attention), S 5.4 x 2, G K=32/64/128 6.4/5.6/7.6:
-    # 6000 x 35.9 ms = 215 s + 6 x 35 s = 425 s.
+    # MQAR, 64 pairs in 512 tokens, cap 6000 steps. Measured at 3e-3 (235 s with every
+    # non-A run at the cap); the 1e-3 runs add about as much: ~470 s.
     "mqar512_base": _mqar512(mixers="ASG", windows=(64, 256), gdn_head_dims=(32, 64, 128)),
-    # M N = 2^12 (the isoFLOP twin of G K=32), 2^14, 2^16: 14.4 ms of tokens + 0.13 /
-    # 0.66 / 2.77 ms of table = 14.5 / 15.1 / 17.2 ms; 6000 x 46.8 ms = 281 s + 3 x 35 s
-    # = 386 s.
+    # M N = 2^12 (the isoFLOP twin of G K=32), 2^14, 2^16: 7.5 + 8.0 + 10.0 ms; per rate
+    # 6000 x 25.5 ms = 153 s + 3 x 25 s = 228 s; 456 s.
     "mqar512_sdm": _mqar512(mixers="M", sdm_slots=(4096, 16384, 65536), gdn_head_dims=(32,),
                             sdm_match_gdn=True),
-    # M N = 2^18: 14.4 + 11.2 ms = 25.6 ms; 6000 x 25.6 = 154 s + 35 s = 189 s; and the
-    # isoFLOP twin of G K=64 (N = 4,096, W = R = 64; guessed at twice the W = 32 step,
-    # 28.8 ms): 173 s + 35 s = 208 s; 397 s.
+    # M N = 2^18 (18.5 ms) and the isoFLOP twin of G K=64 (N = 4,096, W = R = 64: 15 ms);
+    # per rate 6000 x 33.5 ms = 201 s + 50 s = 251 s; 502 s.
     "mqar512_sdm_large": _mqar512(mixers="M", sdm_slots=(262144,), gdn_head_dims=(64,),
                                   sdm_match_gdn=True),
-    # M0's learning rate x10 for N = 2^14, 2^16, 2^18: 6000 x (15.1 + 17.2 + 25.6) ms =
-    # 347 s + 3 x 35 s = 452 s.
-    "mqar512_m0lr": _mqar512(mixers="M", sdm_slots=(16384, 65536, 262144),
+    # M0's learning rate x10 for N = 2^16, 2^18 (where the table trains slowest): per rate
+    # 6000 x 28.5 ms = 171 s + 50 s = 221 s; 442 s.
+    "mqar512_m0lr": _mqar512(mixers="M", sdm_slots=(65536, 262144),
                              m0_lr_multipliers=(10.0,)),
-    # The isoFLOP twin of G K=128 (N = 3,136, W = R = 128; guessed at four times the
-    # W = 32 step, 57.6 ms): 6000 x 57.6 ms = 346 s + 35 s = 381 s.
+    # The isoFLOP twin of G K=128 (N = 3,136, W = R = 128: 30 ms); per rate 6000 x 30 ms
+    # = 180 s + 25 s = 205 s; 410 s.
     "mqar512_isoflop128": _mqar512(mixers="M", gdn_head_dims=(128,), sdm_match_gdn=True),
 
-    # MQAR, 256 pairs in 2048 tokens, batch 32 (x4 the h200 tokens per step), cap 4000.
-    # A 9.6 ms (+ attention over 2048 keys, < 1 ms at d = 128), S 10.4, G K=32/64/128
-    # 12.8/11.2/15.2: 4000 x 59.2 ms = 237 s + 5 x 40 s = 437 s.
+    # MQAR, 256 pairs in 2048 tokens, batch 32, cap 4000. A, S, G about 5 ms each: per
+    # rate 4000 x 25 ms = 100 s + 5 x 30 s = 250 s; 500 s.
     "mqar2048_base": _mqar2048(mixers="ASG", windows=(256,), gdn_head_dims=(32, 64, 128)),
-    # M N = 2^12 (the isoFLOP twin of G K=32), 2^14, 2^16: 28.8 ms of tokens + half the
-    # batch-64 table part: 28.9 / 29.1 / 30.2 ms; 4000 x 88.2 ms = 353 s + 3 x 40 s =
-    # 473 s.
+    # M N = 2^12 (the isoFLOP twin of G K=32), 2^14, 2^16: 11 + 12 + 15 ms; per rate
+    # 4000 x 38 ms = 152 s + 3 x 30 s = 242 s; 484 s.
     "mqar2048_sdm": _mqar2048(mixers="M", sdm_slots=(4096, 16384, 65536),
                               gdn_head_dims=(32,), sdm_match_gdn=True),
-    # M N = 2^18 with M0's learning rate x1 and x10: 2 x 4000 x 34.4 ms = 275 s + 80 s =
-    # 355 s.
+    # M N = 2^18 with M0's learning rate x1 and x10: per rate 2 x 4000 x 20 ms = 160 s +
+    # 60 s = 220 s; 440 s.
     "mqar2048_sdm_large": _mqar2048(mixers="M", sdm_slots=(262144,),
                                     m0_lr_multipliers=(1.0, 10.0)),
 
@@ -154,7 +149,7 @@ PRESETS = {
                        gdn_head_dims=(16,), sdm_slots=(64,), sdm_writes=4, sdm_reads=4,
                        task="multi_key", task_options=dict(num_keys=2, filler="random"),
                        seq_len=16, num_kv_pairs=None, vocab_size=32, steps=2, batch_size=4,
-                       peak_lr=2e-3, compute_dtype="float32", eval_seq_lens=(16, 32, 64),
+                       peak_lrs=(2e-3,), compute_dtype="float32", eval_seq_lens=(16, 32, 64),
                        eval_num_kv_pairs=(), eval_examples=8),
 }
 

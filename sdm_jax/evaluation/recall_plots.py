@@ -10,7 +10,8 @@ A results.json (a dict with "models") gets its PNGs redrawn next to it:
     line per model.
 A results file of measurement records (a JSON list, `recall_sweep.measurement_records`)
 gets <stem>_accuracy_vs_state.png (the same, Zoology-style: one panel per task, seq_len and
-pairs; one line per mixer, SDM split by W = R and M0 learning-rate multiplier) and, when
+pairs; one line per mixer, SDM split by W = R and M0 learning-rate multiplier; a model
+trained at several learning rates shows its best) and, when
 some run was scored at several lengths, <stem>_accuracy_vs_context.png (one panel per
 task; one line per run).
 """
@@ -135,6 +136,17 @@ def _series(record: dict[str, Any]) -> tuple[str, str]:
   return label, record["mixer"]
 
 
+def _best_per_state(line: list[dict[str, Any]]) -> list[dict[str, Any]]:
+  """One record per state size (one model of a series), the most accurate of its learning
+  rates, in state order."""
+  best: dict[int, dict[str, Any]] = {}
+  for record in line:
+    kept = best.get(record["state_bytes"])
+    if kept is None or record["accuracy"] > kept["accuracy"]:
+      best[record["state_bytes"]] = record
+  return [best[state] for state in sorted(best)]
+
+
 def _grid(plt, count: int):
   columns = min(count, 2)
   rows = -(-count // columns)
@@ -162,8 +174,7 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
       in_panel = [r for r in headline if _panel_key(r) == key]
       for label, mixer in sorted({_series(r) for r in in_panel},
                                  key=lambda s: (list(MIXER_NAMES).index(s[1]), s[0])):
-        line = sorted((r for r in in_panel if _series(r) == (label, mixer)),
-                      key=lambda r: r["state_bytes"])
+        line = _best_per_state([r for r in in_panel if _series(r) == (label, mixer)])
         ax.plot([r["state_bytes"] for r in line], [r["accuracy"] for r in line],
                 marker="o", color=MIXER_COLORS[mixer], label=label,
                 linestyle="--" if "M0 lr" in label else "-")
@@ -214,13 +225,13 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
 
 
 def format_record_table(records: list[dict[str, Any]]) -> str:
-  """One row per run: task, state, mixer FLOPs, accuracy at the training length and at the
+  """One row per run: its learning rate, task, state, mixer FLOPs, accuracy at the training length and at the
   other scored lengths, steps and why training ended, final loss, and for SDM the M0 rows
   training moved and the slots written on held-out sequences."""
   runs: dict[str, list[dict[str, Any]]] = {}
   for record in records:
     runs.setdefault(record["run_key"], []).append(record)
-  lines = [f"{'run':<22} {'task':<9} {'T':>5} {'pairs':>5} {'state B':>12} "
+  lines = [f"{'run':<22} {'lr':>6} {'task':<9} {'T':>5} {'pairs':>5} {'state B':>12} "
            f"{'mixFLOPs':>9} {'acc':>6} {'steps':>11} {'stop':<10} {'loss':>7} "
            f"{'M0 rows':>7} {'written':>7}  other lengths (pairs)"]
   for run_records in runs.values():
@@ -232,7 +243,7 @@ def format_record_table(records: list[dict[str, Any]]) -> str:
     fraction = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     loss = "-" if head["final_loss"] is None else f"{head['final_loss']:.3f}"
     lines.append(
-        f"{head['name']:<22} {head['task']:<9} {head['seq_len']:>5} "
+        f"{head['name']:<22} {head['peak_lr']:>6g} {head['task']:<9} {head['seq_len']:>5} "
         f"{head.get('num_kv_pairs') or '-':>5} {head['state_bytes']:>12,} "
         f"{head['mixer_flops_per_token']:>9,.0f} {head['accuracy']:>6.3f} "
         f"{head['steps']:>5}/{head['step_cap']:<5} {head['stop_reason']:<10} {loss:>7} "

@@ -45,7 +45,7 @@ SWEPT_MIXERS = ("A", "S", "G", "M")
 # Settings every preset must give.
 REQUIRED_SETTINGS = ("mixers", "d_model", "num_heads", "base_window", "windows",
                      "gdn_head_dims", "sdm_slots", "sdm_writes", "sdm_reads", "seq_len",
-                     "num_kv_pairs", "vocab_size", "steps", "batch_size", "peak_lr",
+                     "num_kv_pairs", "vocab_size", "steps", "batch_size", "peak_lrs",
                      "compute_dtype", "eval_seq_lens", "eval_num_kv_pairs", "eval_examples")
 # Settings a preset may leave out; these defaults keep the original sweep (MQAR, no M0
 # multiplier, no isoFLOP twins, five log lines, no stop rule).
@@ -111,8 +111,10 @@ def plateau_rule(settings: dict[str, Any]) -> PlateauRule | None:
 
 def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
   """[{"name", "mixer", "knob", "value", "model": LMConfig, "m0_lr_multiplier",
-  "isoflop_gdn_head_dim"}] for every mixer and knob value (M: also per M0 multiplier and
-  for the isoFLOP twins; a twin equal to an N point is that point, marked).
+  "isoflop_gdn_head_dim", "peak_lr"}] for every mixer and knob value (M: also per M0
+  multiplier and for the isoFLOP twins; a twin equal to an N point is that point, marked),
+  each once per learning rate of peak_lrs (Zoology-style: a model's figure is its best
+  learning rate; the name stays the model's, the record carries peak_lr).
 
   Raises ValueError (naming the setting) for unknown mixers or a knob value its mixer
   cannot take.
@@ -127,6 +129,11 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
       or not all(isinstance(m, (int, float)) and not isinstance(m, bool) for m in multipliers)):
     raise ValueError(f"m0_lr_multipliers must be distinct numbers, got {multipliers!r}")
   multipliers = [float(m) for m in multipliers]  # 3 and 3.0: one run, one run key
+  learning_rates = list(settings["peak_lrs"])
+  if (not learning_rates or len(set(learning_rates)) != len(learning_rates)
+      or not all(isinstance(lr, (int, float)) and not isinstance(lr, bool) and lr >= 0
+                 for lr in learning_rates)):
+    raise ValueError(f"peak_lrs must be distinct numbers >= 0, got {learning_rates!r}")
   d = settings["d_model"]
   max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])
   base = dict(vocab_size=settings["vocab_size"], d_model=d, num_layers=2,
@@ -178,7 +185,7 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
     for head_dim in settings["gdn_head_dims"]:
       fields, _ = sdm_matching_gdn(model_of(f"G_K{head_dim}", "G", **gdn_fields(head_dim)))
       add_sdm(fields["sdm_slots"], fields["sdm_writes"], fields["sdm_reads"], head_dim)
-  return points
+  return [{**point, "peak_lr": float(lr)} for point in points for lr in learning_rates]
 
 
 def train_config_of(settings: dict[str, Any], point: dict[str, Any]) -> TrainConfig:
@@ -186,7 +193,7 @@ def train_config_of(settings: dict[str, Any], point: dict[str, Any]) -> TrainCon
   steps = settings["steps"]
   log_every = settings["log_every"] or max(1, steps // 5)
   return TrainConfig(batch_size=settings["batch_size"], seq_len=settings["seq_len"],
-                     steps=steps, peak_lr=settings["peak_lr"],
+                     steps=steps, peak_lr=point["peak_lr"],
                      warmup_steps=max(1, steps // 10) if steps > 1 else 0,
                      log_every=log_every, checkpoint_every=steps,
                      eval_batch_size=min(64, settings["eval_examples"]),
@@ -345,6 +352,10 @@ def run_sweep(settings: Any, *, output_dir: str | None = None,
     raise ValueError("give exactly one of output_dir (results.json) and results_file (a "
                      "list of records to append to)")
   settings, task, points, variants = _prepare(settings)
+  if output_dir is not None and len(settings["peak_lrs"]) > 1:
+    raise ValueError(f"peak_lrs {list(settings['peak_lrs'])}: several learning rates need "
+                     f"results_file (records carry peak_lr); output_dir keeps one run per "
+                     f"model")
   workdir_root = workdir_root or tempfile.mkdtemp(prefix="recall_sweep_")
   if results_file is not None:
     return _run_into_records(settings, task, points, variants, results_file, workdir_root,
@@ -390,7 +401,8 @@ def _run_into_records(settings, task, points, variants, results_file, workdir_ro
       log(f"== {point['name']}: in {results_file} already ({key}), skipped")
       outcome["skipped"].append(point["name"])
       continue
-    log(f"== {point['name']} (pattern {point['model'].layer_kinds}, run {key})")
+    log(f"== {point['name']} (pattern {point['model'].layer_kinds}, peak_lr "
+        f"{point['peak_lr']:g}, run {key})")
     # Workdirs by run key: a name alone may recur with other settings in another preset.
     record = run_point(point, settings, task, variants,
                        workdir=os.path.join(workdir_root, key), log=log, key=key)

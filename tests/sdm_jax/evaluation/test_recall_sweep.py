@@ -1,5 +1,5 @@
 """The recall sweep's points: each knob grows only its mixer's state, M0 multipliers and
-isoFLOP twins add SDM points; bad settings are refused before anything trains; run keys;
+isoFLOP twins add SDM points, each point once per learning rate; bad settings are refused before anything trains; run keys;
 records per scored variant; the stop rule and the skipping of finished runs in a results
 file; needle tasks scored by context."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from experiments.configs import recall_sweep as sweep_config
-from sdm_jax.evaluation import recall_sweep
+from sdm_jax.evaluation import recall_plots, recall_sweep
 from sdm_jax.models import describe
 from sdm_jax.models.isoflop import sdm_matching_gdn
 
@@ -76,6 +76,30 @@ def test_m0_multipliers_and_isoflop_twins_add_sdm_points():
   assert not any(name.endswith("_W16") for name, _ in names)
 
 
+def test_each_point_trains_once_per_learning_rate():
+  settings = recall_sweep.complete_settings(
+      dict(sweep_config.PRESETS["smoke"], mixers="GM", peak_lrs=[3e-3, 1e-3]))
+  points = recall_sweep.sweep_points(settings)
+  assert [(p["name"], p["peak_lr"]) for p in points] == [
+      ("G_K16", 3e-3), ("G_K16", 1e-3), ("M_N64", 3e-3), ("M_N64", 1e-3)]
+  configs = [recall_sweep.train_config_of(settings, p) for p in points]
+  assert [c.peak_lr for c in configs] == [3e-3, 1e-3, 3e-3, 1e-3]
+  task = recall_sweep.sweep_task(settings)
+  keys = {recall_sweep.run_key(p, task, c, None, settings) for p, c in zip(points, configs)}
+  assert len(keys) == 4
+  # The run key of a learning rate does not depend on the others swept beside it.
+  alone = dict(settings, peak_lrs=[3e-3])
+  point = recall_sweep.sweep_points(alone)[0]
+  assert recall_sweep.run_key(point, task, recall_sweep.train_config_of(alone, point), None,
+                              alone) in keys
+
+
+def test_plots_show_each_models_best_learning_rate():
+  line = [{"state_bytes": 10, "accuracy": 0.2}, {"state_bytes": 10, "accuracy": 0.9},
+          {"state_bytes": 5, "accuracy": 0.4}]
+  assert recall_plots._best_per_state(line) == [line[2], line[1]]  # pylint: disable=protected-access
+
+
 def test_settings_are_checked_before_anything_trains(tmp_path):
   with pytest.raises(ValueError, match=r"missing \['steps'\], unknown \['stepz'\]"):
     settings = dict(sweep_config.PRESETS["smoke"], stepz=3)
@@ -97,6 +121,12 @@ def test_settings_are_checked_before_anything_trains(tmp_path):
     recall_sweep.run_sweep(dict(sweep_config.PRESETS["smoke"], plateau_window=2,
                                 plateau_pause_fraction=1.5),
                            results_file=str(tmp_path / "r.json"))
+  for bad in ([], [1e-3, 1e-3], [-1e-3], ["fast"]):
+    with pytest.raises(ValueError, match="peak_lrs must be distinct numbers >= 0"):
+      recall_sweep.sweep_points(dict(sweep_config.PRESETS["smoke"], peak_lrs=bad))
+  with pytest.raises(ValueError, match="several learning rates need results_file"):
+    recall_sweep.run_sweep(dict(sweep_config.PRESETS["smoke"], peak_lrs=[1e-3, 3e-3]),
+                           output_dir=str(tmp_path / "out"))
   with pytest.raises(ValueError, match="exactly one of output_dir"):
     recall_sweep.run_sweep(sweep_config.PRESETS["smoke"])
   assert not (tmp_path / "r.json").exists()
@@ -117,7 +147,7 @@ def test_run_keys_change_with_what_shapes_a_run():
   # The knob lists of other mixers do not shape this run.
   assert key == key_of(windows=[16], gdn_head_dims=[8])
   others = [key_of(steps=3), key_of(seq_len=24), key_of(sdm_writes=2, sdm_reads=2),
-            key_of(plateau_window=2), key_of(eval_examples=4), key_of(peak_lr=1e-3),
+            key_of(plateau_window=2), key_of(eval_examples=4), key_of(peak_lrs=(1e-3,)),
             key_of(plateau_window=2, plateau_pause_fraction=0.9)]
   assert len({key, *others}) == 1 + len(others)
 
@@ -154,7 +184,7 @@ def test_measurement_records_are_one_per_scored_variant():
 
 def test_a_flat_run_stops_at_the_plateau_and_a_rerun_skips_it(tmp_path):
   # No learning (peak_lr 0): the loss moves only with the batches, far from halving.
-  settings = dict(sweep_config.PRESETS["study_smoke"], mixers="G", peak_lr=0.0, steps=12,
+  settings = dict(sweep_config.PRESETS["study_smoke"], mixers="G", peak_lrs=(0.0,), steps=12,
                   log_every=1, plateau_window=2, plateau_min_improvement=0.5,
                   plateau_min_steps=4, eval_num_kv_pairs=[])
   results_file = str(tmp_path / "study.json")
