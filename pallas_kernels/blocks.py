@@ -4,6 +4,11 @@ shapes are padded up to one."""
 from __future__ import annotations
 
 
+def is_power_of_two(n: int) -> bool:
+  """Whether n is 1, 2, 4, 8, ... (False for n < 1)."""
+  return n >= 1 and not n & (n - 1)
+
+
 def next_power_of_two(n: int) -> int:
   """The smallest power of two >= n (1 for n <= 1)."""
   return 1 << max(n - 1, 0).bit_length()

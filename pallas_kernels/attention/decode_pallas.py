@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.attention import decode_xla
+from pallas_kernels.blocks import is_power_of_two
 
 
 class KernelConfig(NamedTuple):
@@ -42,7 +43,7 @@ def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
   for name in ("block_k", "num_warps"):
     value = getattr(config, name)
-    if not isinstance(value, int) or value < 1 or value & (value - 1):
+    if not isinstance(value, int) or not is_power_of_two(value):
       raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
   for name in ("num_stages", "min_programs"):
     value = getattr(config, name)
@@ -52,7 +53,7 @@ def check_config(config: KernelConfig) -> None:
 
 def kernel_limits(*, head_dim: int, dtype) -> str | None:
   """Why the kernel cannot take these inputs, or None if it can."""
-  if head_dim < 16 or head_dim & (head_dim - 1):
+  if head_dim < 16 or not is_power_of_two(head_dim):
     return f"the head dim D must be a power of two >= 16, got {head_dim}"
   if jnp.dtype(dtype) == jnp.float64:
     return "float64 inputs take the XLA path"

@@ -52,6 +52,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.blocks import is_power_of_two
 from pallas_kernels.gated_delta import state_pallas
 
 MIN_DIM = state_pallas.MIN_DIM  # the smallest matmul side Triton takes
@@ -104,7 +105,7 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
 
 
 def _power_of_two(n: int) -> bool:
-  return n >= MIN_DIM and not n & (n - 1)
+  return n >= MIN_DIM and is_power_of_two(n)
 
 
 def kernel_limits(*, key_dim: int, value_dim: int, chunk_size: int, dtype) -> str | None:

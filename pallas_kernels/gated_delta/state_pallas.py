@@ -29,6 +29,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.blocks import is_power_of_two
 
 MIN_DIM = 16  # the smallest matmul side Triton takes
 
@@ -37,7 +38,7 @@ def kernel_limits(*, key_dim: int, value_dim: int, dtype) -> str | None:
   """Why the kernels cannot take these shapes, or None if they can."""
   if jnp.dtype(dtype) != jnp.float32:
     return f"the recurrence must accumulate in float32, got {jnp.dtype(dtype).name}"
-  if key_dim & (key_dim - 1) or key_dim < MIN_DIM:
+  if not is_power_of_two(key_dim) or key_dim < MIN_DIM:
     return f"K must be a power of two >= {MIN_DIM}, got {key_dim}"
   if value_dim % MIN_DIM:
     return f"V must be a multiple of {MIN_DIM}, got {value_dim}"
@@ -197,7 +198,7 @@ def chunk_states(transition: jax.Array, update: jax.Array, initial_state: jax.Ar
   if reason:
     raise ValueError(f"the Pallas gated delta state kernel cannot run: {reason}")
   block_v = default_block_v(value_dim) if block_v is None else block_v
-  if block_v & (block_v - 1) or block_v < MIN_DIM or value_dim % block_v:
+  if not is_power_of_two(block_v) or block_v < MIN_DIM or value_dim % block_v:
     raise ValueError(f"block_v must be a power of two >= {MIN_DIM} dividing V={value_dim}, "
                      f"got {block_v}")
   if interpret is None:

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallas_kernels import platform
-from pallas_kernels.blocks import next_power_of_two
+from pallas_kernels.blocks import is_power_of_two, next_power_of_two
 from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent
 
 _NO_ID = np.iinfo(np.int32).max
@@ -74,7 +74,7 @@ def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
   for name in ("block_rows", "num_warps", "group_size"):
     value = getattr(config, name)
-    if not isinstance(value, int) or value < 1 or value & (value - 1):
+    if not isinstance(value, int) or not is_power_of_two(value):
       raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
   if config.num_warps > 32:
     raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")

@@ -47,7 +47,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
-from pallas_kernels.blocks import next_power_of_two
+from pallas_kernels.blocks import is_power_of_two, next_power_of_two
 from pallas_kernels.sparse_delta import layout
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 
@@ -82,7 +82,7 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
   reason = table_limits(value_dim=value_dim, table_dtype=table_dtype, accumulation=plan_dtype)
   if reason:
     return reason
-  if chunk & (chunk - 1) or not 16 <= chunk <= MAX_CHUNK:
+  if not is_power_of_two(chunk) or not 16 <= chunk <= MAX_CHUNK:
     return f"the chunk length must be a power of two in [16, {MAX_CHUNK}], got {chunk}"
   return None
 

@@ -57,6 +57,7 @@ from jax.experimental.pallas import tpu as pltpu
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from pallas_kernels.blocks import is_power_of_two
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 
 LANES = 128
@@ -107,7 +108,7 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
     return f"inputs must accumulate in float32, got {jnp.dtype(plan_dtype).name} (float64?)"
   if value_dim % LANES:
     return f"the TPU kernels need Dv a multiple of {LANES} (whole lanes), got {value_dim}"
-  if chunk & (chunk - 1) or not 16 <= chunk <= MAX_CHUNK:
+  if not is_power_of_two(chunk) or not 16 <= chunk <= MAX_CHUNK:
     return f"the chunk length must be a power of two in [16, {MAX_CHUNK}], got {chunk}"
   return None
 

@@ -30,7 +30,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
-from pallas_kernels.blocks import next_power_of_two
+from pallas_kernels.blocks import is_power_of_two, next_power_of_two
 from pallas_kernels.sparse_delta import scan_pallas
 
 ERRORS = ("shared", "per_slot")
@@ -139,7 +139,7 @@ def sparse_delta_step(memory, write_idx, write_w, v, beta, g, read_idx, read_w, 
   if reason:
     raise ValueError(f"the Pallas sparse delta step cannot run: {reason}")
   block_cols = default_block_cols(value_dim) if block_cols is None else block_cols
-  if block_cols & (block_cols - 1) or block_cols < 16 or value_dim % block_cols:
+  if not is_power_of_two(block_cols) or block_cols < 16 or value_dim % block_cols:
     raise ValueError(f"block_cols must be a power of two >= 16 dividing Dv={value_dim}, got "
                      f"{block_cols}")
   if interpret is None:

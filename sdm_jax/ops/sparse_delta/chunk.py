@@ -28,7 +28,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from pallas_kernels.blocks import next_power_of_two
+from pallas_kernels.blocks import is_power_of_two, next_power_of_two
 from pallas_kernels.sparse_delta import pair_weights
 from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_pallas_tpu
@@ -211,7 +211,7 @@ def pallas_unsupported(memory, v, chunk_size: int, accumulation, family: str = "
                        ) -> str | None:
   """Why the kernel family ("pallas_gpu" or "pallas_tpu") cannot run on these inputs (the
   op's `memory` and `v`), or None."""
-  if chunk_size & (chunk_size - 1) or not 16 <= chunk_size <= MAX_KERNEL_CHUNK:
+  if not is_power_of_two(chunk_size) or not 16 <= chunk_size <= MAX_KERNEL_CHUNK:
     return (f"chunk_size must be a power of two in [16, {MAX_KERNEL_CHUNK}], got "
             f"{chunk_size}")
   return KERNEL_LIMITS[family](
