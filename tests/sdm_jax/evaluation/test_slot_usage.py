@@ -26,7 +26,7 @@ def test_written_slots_are_the_rows_the_final_tables_changed():
   model = LM(MODEL)
   params = init_function(model, 12)(jax.random.PRNGKey(1))
   tokens = np.random.default_rng(0).integers(0, 32, size=(5, 12)).astype(np.int32)
-  _, caches = model.apply(params, tokens, 12, method=LM.prefill)
+  _, caches = jax.jit(lambda p, t: model.apply(p, t, 12, method=LM.prefill))(params, tokens)
   m0 = np.asarray(params["params"]["block_1"]["mixer"]["M0"])  # [H, N, Dv]
   changed = np.any(np.asarray(caches[1].memory) != m0[None], axis=-1)  # [B, H, N]
   slots = MODEL.sdm_heads * MODEL.sdm_slots

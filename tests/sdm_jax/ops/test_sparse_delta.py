@@ -468,7 +468,9 @@ def test_plan_ids_are_numpys_unique_and_stable_sort():
   args = random_inputs(19, seq_len=20)
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
   num_slots = inputs.memory.shape[-2]
-  ids = chunk.plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=8, error="shared").ids
+  plan = jax.jit(functools.partial(chunk.plan_chunks, num_slots=num_slots, chunk_size=8,
+                                   error="shared"))  # one compile, not op-by-op dispatch
+  ids = jax.tree.map(np.asarray, plan(*inputs[1:]).ids)
   write_idx = np.asarray(inputs.write_idx)  # [B, T, H, W]
   batch, seq_len, heads, writes = write_idx.shape
   for b, h, c in np.ndindex(batch, heads, ids.slots.shape[2]):

@@ -45,17 +45,16 @@ def test_sdm_tiny_on_meshes():
 
 
 def test_gdn_tiny_on_meshes():
-  run = run_meshes("gdn_tiny")
-  check_losses(run)
+  run = run_meshes("gdn_tiny")  # (2, 2, 2) only: the meshes themselves are sdm_tiny's test
+  check_losses(run, meshes=(CUBE,))
   check_fsdp(run)
   check_heads_split(run, attention_only=False)
-  check_restore(run)
 
 
-def check_losses(run):
+def check_losses(run, meshes=(DATA, CUBE, FSDP)):
   """Every mesh gives the one-device losses and gradient norms."""
-  assert set(run["losses"]) == {ONE, DATA, CUBE, FSDP}
-  for mesh in (DATA, CUBE, FSDP):
+  assert set(run["losses"]) == {ONE, *meshes}
+  for mesh in meshes:
     # The first loss and gradient norm see the same initial parameters (created in their
     # shards on each mesh); later ones also each update. Adam divides by sqrt(v), so a
     # reduction-order rounding in a near-zero gradient moves that update by a fraction of
@@ -71,8 +70,11 @@ def check_fsdp(run):
   """Parameters are sharded over fsdp, replicated over data."""
   total, per_device = run["param_bytes"][ONE]
   assert per_device == total
-  assert run["param_bytes"][DATA] == [total, total]  # data parallel: replicated
+  if DATA in run["param_bytes"]:
+    assert run["param_bytes"][DATA] == [total, total]  # data parallel: replicated
   for mesh, fsdp in ((CUBE, 2), (FSDP, 4)):
+    if mesh not in run["param_bytes"]:
+      continue
     mesh_total, mesh_per_device = run["param_bytes"][mesh]
     assert mesh_total == total
     # Every leaf large enough is split over fsdp (and M0 over model too).
@@ -103,6 +105,8 @@ def check_heads_split(run, *, attention_only: bool):
   """GDN's and attention's heads are split over model (4 heads of 32 in both configs; GDN
   K = V = 32); attention_only: the GDN-free sdm_tiny."""
   for mesh, batch, heads in ((DATA, 1, 4), (CUBE, 2, 2), (FSDP, 2, 2)):
+    if mesh not in run["shard_maps"]:
+      continue
     inputs = [body["in"] for body in run["shard_maps"][mesh]]
     heads_shape = [batch, 32, heads, 32]
     assert [heads_shape] * 3 in inputs, mesh  # attention's q, k, v

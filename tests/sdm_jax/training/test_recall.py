@@ -18,7 +18,8 @@ TASK = {"name": "mqar", "seq_len": 32, "vocab_size": 32, "num_kv_pairs": 4}
 def tiny_model():
   model = LM(LMConfig(vocab_size=32, d_model=16, num_layers=1, pattern="A", num_heads=2,
                       max_seq_len=64))
-  return model, model.init(jax.random.PRNGKey(0), jnp.zeros((1, 32), jnp.int32))
+  # Jitted: eager init and apply dispatch op by op (seconds for this model).
+  return model, jax.jit(model.init)(jax.random.PRNGKey(0), jnp.zeros((1, 32), jnp.int32))
 
 
 def test_batches_are_pure_functions_of_the_step_and_apart_from_held_out_examples():
@@ -33,10 +34,10 @@ def test_batches_are_pure_functions_of_the_step_and_apart_from_held_out_examples
 def test_loss_averages_cross_entropy_over_labelled_positions_only():
   model, params = tiny_model()
   batch = recall.recall_batch(TASK, step=0, batch_size=3, seed=0)
-  loss, _ = recall.recall_loss_fn(model)(params, jnp.asarray(batch))
+  loss, _ = jax.jit(recall.recall_loss_fn(model))(params, jnp.asarray(batch))
   inputs, targets = batch[:, 0], batch[:, 1]
   mask = targets != IGNORE_LABEL
-  nll = np.asarray(cross_entropy(model.apply(params, jnp.asarray(inputs)),
+  nll = np.asarray(cross_entropy(jax.jit(model.apply)(params, jnp.asarray(inputs)),
                                  jnp.asarray(np.where(mask, targets, 0))))
   np.testing.assert_allclose(float(loss), nll[mask].mean(), rtol=1e-5)
 
@@ -44,7 +45,8 @@ def test_loss_averages_cross_entropy_over_labelled_positions_only():
 def test_accuracy_counts_argmax_hits_at_labelled_positions():
   model, params = tiny_model()
   examples = recall.held_out_examples(TASK, 5, seed=1)
-  predicted = np.asarray(jnp.argmax(model.apply(params, jnp.asarray(examples["inputs"])), -1))
+  predicted = np.asarray(jnp.argmax(jax.jit(model.apply)(params, jnp.asarray(examples["inputs"])),
+                                    -1))
   mask = examples["targets"] != IGNORE_LABEL
   result = recall.recall_accuracy(model, params, examples["inputs"], examples["targets"],
                                   batch_size=2)
