@@ -395,29 +395,32 @@ def _run_into_records(settings, task, points, variants, results_file, workdir_ro
   outcome = {"results_file": results_file, "ran": [], "skipped": [], "records": [],
              "stopped_by": None}
   sweep_start = time.perf_counter()
+  several_rates = len(settings["peak_lrs"]) > 1
   for point in points:
     key = run_key(point, task, train_config_of(settings, point), rule, settings)
+    # A model trained at several rates: its name and rate tell the runs apart in the log.
+    label = point["name"] + (f" at lr {point['peak_lr']:g}" if several_rates else "")
     if key in done:
-      log(f"== {point['name']}: in {results_file} already ({key}), skipped")
-      outcome["skipped"].append(point["name"])
+      log(f"== {label}: in {results_file} already ({key}), skipped")
+      outcome["skipped"].append(label)
       continue
-    log(f"== {point['name']} (pattern {point['model'].layer_kinds}, peak_lr "
-        f"{point['peak_lr']:g}, run {key})")
+    log(f"== {label} (pattern {point['model'].layer_kinds}, peak_lr {point['peak_lr']:g}, "
+        f"run {key})")
     # Workdirs by run key: a name alone may recur with other settings in another preset.
     record = run_point(point, settings, task, variants,
                        workdir=os.path.join(workdir_root, key), log=log, key=key)
     if record.get("stopped_by"):
       outcome["stopped_by"] = record["stopped_by"]
-      log(f"  {point['name']}: {record['stopped_by']}; rerun with "
+      log(f"  {label}: {record['stopped_by']}; rerun with "
           f"--workdir_root={workdir_root} to resume it")
       break
     new = measurement_records(record)
     existing = load_records(results_file) + new  # re-read: another sweep may have appended
     records.write_json(results_file, existing)
     done.add(key)
-    outcome["ran"].append(point["name"])
+    outcome["ran"].append(label)
     outcome["records"].extend(new)
-    log(f"  {point['name']}: accuracy {record['accuracy']:.3f}, state "
+    log(f"  {label}: accuracy {record['accuracy']:.3f}, state "
         f"{record['state_bytes']:,} B, {record['steps']} steps ({record['stop_reason']}), "
         f"{record['train_s']:.1f} s")
   outcome["wall_s"] = time.perf_counter() - sweep_start

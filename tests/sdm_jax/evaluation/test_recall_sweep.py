@@ -213,6 +213,11 @@ def test_a_flat_run_stops_at_the_plateau_and_a_rerun_skips_it(tmp_path):
   [redone] = recall_sweep.load_records(results_file)
   for field in ("run_key", "steps", "stop_reason", "plateaued", "final_loss", "accuracy"):
     assert redone[field] == record[field], field
+  # A second learning rate added later trains only that rate's run.
+  more = recall_sweep.run_sweep(dict(settings, peak_lrs=(0.0, 1e-9)), results_file=results_file,
+                                workdir_root=str(tmp_path / "runs"), log=lambda line: None)
+  assert more["skipped"] == ["G_K16 at lr 0"] and more["ran"] == ["G_K16 at lr 1e-09"]
+  assert [r["peak_lr"] for r in recall_sweep.load_records(results_file)] == [0.0, 1e-9]
 
 
 def test_needle_runs_are_scored_at_each_context(tmp_path):
