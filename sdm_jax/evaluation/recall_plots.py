@@ -225,9 +225,9 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
 
 
 def format_record_table(records: list[dict[str, Any]]) -> str:
-  """One row per run: its learning rate, task, state, mixer FLOPs, accuracy at the training length and at the
-  other scored lengths, steps and why training ended, final loss, and for SDM the M0 rows
-  training moved and the slots written on held-out sequences."""
+  """One row per run: its learning rate, task, state, mixer FLOPs, accuracy at the training
+  length and at the other scored lengths, steps and why training ended, final loss, and for
+  SDM the M0 rows training moved and the slots written on held-out sequences."""
   runs: dict[str, list[dict[str, Any]]] = {}
   for record in records:
     runs.setdefault(record["run_key"], []).append(record)

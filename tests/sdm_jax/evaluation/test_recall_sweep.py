@@ -1,7 +1,7 @@
 """The recall sweep's points: each knob grows only its mixer's state, M0 multipliers and
-isoFLOP twins add SDM points, each point once per learning rate; bad settings are refused before anything trains; run keys;
-records per scored variant; the stop rule and the skipping of finished runs in a results
-file; needle tasks scored by context."""
+isoFLOP twins add SDM points, each point once per learning rate; bad settings are refused
+before anything trains; run keys; records per scored variant; the stop rule and the
+skipping of finished runs in a results file; needle tasks scored by context."""
 
 from __future__ import annotations
 
@@ -97,7 +97,8 @@ def test_each_point_trains_once_per_learning_rate():
 def test_plots_show_each_models_best_learning_rate():
   line = [{"state_bytes": 10, "accuracy": 0.2}, {"state_bytes": 10, "accuracy": 0.9},
           {"state_bytes": 5, "accuracy": 0.4}]
-  assert recall_plots._best_per_state(line) == [line[2], line[1]]  # pylint: disable=protected-access
+  best = recall_plots._best_per_state(line)  # pylint: disable=protected-access
+  assert best == [line[2], line[1]]
 
 
 def test_settings_are_checked_before_anything_trains(tmp_path):
