@@ -8,9 +8,10 @@ layer's window); the knobs windows (S), gdn_head_dims (G), sdm_slots (M, at sdm_
 sdm_reads); the task seq_len, num_kv_pairs (mqar), vocab_size; training steps (the cap),
 batch_size, peak_lrs (each model once per learning rate), compute_dtype; scoring
 eval_seq_lens, eval_num_kv_pairs, eval_examples; and, with defaults in
-`sdm_jax.evaluation.recall_sweep.SETTING_DEFAULTS`: task and task_options, sdm_match_gdn (the isoFLOP SDM twin of each GDN head dim),
-m0_lr_multipliers, log_every, and the stop rule plateau_window (0: off),
-plateau_min_improvement, plateau_min_steps, plateau_loss_floor, plateau_pause_fraction.
+`sdm_jax.evaluation.recall_sweep.SETTING_DEFAULTS`: task and task_options, sdm_match_gdn
+(the isoFLOP SDM twin of each GDN head dim), m0_lr_multipliers, log_every, and the stop
+rule plateau_window (0: off), plateau_min_improvement, plateau_min_steps,
+plateau_loss_floor, plateau_pause_fraction.
 
 Presets of the issue-18 studies, one 10-minute H200 command each, to run with
 `--results_file` (WORKSPACE.md "Running" lists the commands in order):
