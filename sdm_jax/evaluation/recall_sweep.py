@@ -124,16 +124,8 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
   if not mixers or not set(mixers) <= set(SWEPT_MIXERS) or len(set(mixers)) != len(mixers):
     raise ValueError(f"mixers must be distinct letters of {''.join(SWEPT_MIXERS)}, got "
                      f"{settings['mixers']!r}")
-  multipliers = list(settings["m0_lr_multipliers"])
-  if (not multipliers or len(set(multipliers)) != len(multipliers)
-      or not all(isinstance(m, (int, float)) and not isinstance(m, bool) for m in multipliers)):
-    raise ValueError(f"m0_lr_multipliers must be distinct numbers, got {multipliers!r}")
-  multipliers = [float(m) for m in multipliers]  # 3 and 3.0: one run, one run key
-  learning_rates = list(settings["peak_lrs"])
-  if (not learning_rates or len(set(learning_rates)) != len(learning_rates)
-      or not all(isinstance(lr, (int, float)) and not isinstance(lr, bool) and lr >= 0
-                 for lr in learning_rates)):
-    raise ValueError(f"peak_lrs must be distinct numbers >= 0, got {learning_rates!r}")
+  multipliers = _distinct_numbers(settings, "m0_lr_multipliers")
+  learning_rates = _distinct_numbers(settings, "peak_lrs", nonnegative=True)
   d = settings["d_model"]
   max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])
   base = dict(vocab_size=settings["vocab_size"], d_model=d, num_layers=2,
@@ -185,7 +177,20 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
     for head_dim in settings["gdn_head_dims"]:
       fields, _ = sdm_matching_gdn(model_of(f"G_K{head_dim}", "G", **gdn_fields(head_dim)))
       add_sdm(fields["sdm_slots"], fields["sdm_writes"], fields["sdm_reads"], head_dim)
-  return [{**point, "peak_lr": float(lr)} for point in points for lr in learning_rates]
+  return [{**point, "peak_lr": lr} for point in points for lr in learning_rates]
+
+
+def _distinct_numbers(settings: dict[str, Any], name: str, *,
+                      nonnegative: bool = False) -> list[float]:
+  """settings[name] as floats (3 and 3.0: one run, one run key); ValueError unless it is a
+  non-empty list of distinct numbers (>= 0 with nonnegative)."""
+  values = list(settings[name])
+  if (not values or len(set(values)) != len(values)
+      or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and (v >= 0 or not nonnegative) for v in values)):
+    raise ValueError(f"{name} must be distinct numbers{' >= 0' if nonnegative else ''}, got "
+                     f"{values!r}")
+  return [float(v) for v in values]
 
 
 def train_config_of(settings: dict[str, Any], point: dict[str, Any]) -> TrainConfig:
