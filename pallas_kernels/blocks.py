@@ -9,6 +9,15 @@ def is_power_of_two(n: int) -> bool:
   return n >= 1 and not n & (n - 1)
 
 
+def check_power_of_two_fields(config, names) -> None:
+  """Raises ValueError naming the first of `names` whose value in the kernel config (a
+  NamedTuple) is not an int power of two."""
+  for name in names:
+    value = getattr(config, name)
+    if not isinstance(value, int) or not is_power_of_two(value):
+      raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
+
+
 def next_power_of_two(n: int) -> int:
   """The smallest power of two >= n (1 for n <= 1)."""
   return 1 << max(n - 1, 0).bit_length()

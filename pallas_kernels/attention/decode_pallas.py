@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.attention import decode_xla
-from pallas_kernels.blocks import is_power_of_two
+from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two
 
 
 class KernelConfig(NamedTuple):
@@ -41,10 +41,7 @@ class KernelConfig(NamedTuple):
 
 def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
-  for name in ("block_k", "num_warps"):
-    value = getattr(config, name)
-    if not isinstance(value, int) or not is_power_of_two(value):
-      raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
+  check_power_of_two_fields(config, ("block_k", "num_warps"))
   for name in ("num_stages", "min_programs"):
     value = getattr(config, name)
     if not isinstance(value, int) or value < 1:

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallas_kernels import platform
-from pallas_kernels.blocks import is_power_of_two, next_power_of_two
+from pallas_kernels.blocks import check_power_of_two_fields, next_power_of_two
 from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent
 
 _NO_ID = np.iinfo(np.int32).max
@@ -72,10 +72,7 @@ class KernelConfig(NamedTuple):
 
 def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
-  for name in ("block_rows", "num_warps", "group_size"):
-    value = getattr(config, name)
-    if not isinstance(value, int) or not is_power_of_two(value):
-      raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
+  check_power_of_two_fields(config, ("block_rows", "num_warps", "group_size"))
   if config.num_warps > 32:
     raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")
   if config.half_select not in HALF_SELECTS:

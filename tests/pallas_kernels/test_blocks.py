@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from pallas_kernels.blocks import is_power_of_two, next_power_of_two
+from typing import NamedTuple
+
+import pytest
+
+from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two, next_power_of_two
 
 
 def test_powers_of_two():
   assert [n for n in range(-4, 70) if is_power_of_two(n)] == [1, 2, 4, 8, 16, 32, 64]
   assert [next_power_of_two(n) for n in (-3, 0, 1, 2, 3, 16, 17, 1000)] == [
       1, 1, 1, 2, 4, 16, 32, 1024]
+
+
+def test_power_of_two_fields_name_the_first_bad_one():
+  class Config(NamedTuple):
+    warps: int = 4
+    rows: int = 3
+  check_power_of_two_fields(Config(), ("warps",))
+  for config, name in ((Config(), "rows"), (Config(warps=0), "warps"),
+                       (Config(warps=4.0), "warps")):
+    with pytest.raises(ValueError, match=f"KernelConfig.{name} must be a power of two"):
+      check_power_of_two_fields(config, ("warps", "rows"))
