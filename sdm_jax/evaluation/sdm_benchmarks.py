@@ -212,8 +212,7 @@ def parse_tiling(spec: str, value_dim: int) -> scan_pallas.KernelConfig:
   """"default" (what the op uses for this Dv) or "field=value;field=value" overriding
   those fields of `scan_pallas.KernelConfig`."""
   config = tiling.parse_tiling(spec, scan_pallas.default_config(value_dim))
-  if value_dim % config.block_cols:
-    raise ValueError(f"block_cols must divide Dv = {value_dim}, got {config.block_cols}")
+  scan_pallas.check_config(config, value_dim)
   return config
 
 
