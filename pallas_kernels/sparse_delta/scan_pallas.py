@@ -11,17 +11,14 @@ forward runs three kernels, each over thousands of programs:
   scatter  grid (B*H, row tiles, column slabs):  M[s] = E[s] M[s] + sum_{u writes s}
            uc[u,s] delta[u], and a snapshot of the overwritten rows for the backward
 
-The scatter sums over the tokens that wrote a slot over slot-sorted entries
-(`layout.py`); each slot belongs to one row tile, so no two programs write the same bytes
-and nothing needs atomics. A row tile's entries never gather token rows one by one: they
-build a [rows, C] coefficient matrix by one-hot matmuls, which multiplies the chunk's
-[C, BD] token block (delta, d_out, ...) loaded whole, so each program waits on one
-dependent load fewer. The backward walks the chunks in reverse with four kernels: gather
-(per token, the end-of-chunk cotangent of its written rows), dense (d_delta = QK^T d_out +
-..., d_y = S^T d_delta), written rows (restore the snapshot, the start-of-chunk cotangent
-of each written slot) and read rows (d_table[s] += sum rc d_out). Gradients of the plan's
-coefficients are sums over all columns: each program writes its slab's partial sum and XLA
-adds the slabs afterwards.
+The scatter sums over the tokens that wrote a slot with one-hot matmuls over slot-sorted
+entries (`layout.py`); each slot belongs to one row tile, so no two programs write the same
+bytes and nothing needs atomics. The backward walks the chunks in reverse with four
+kernels: gather (per token, the end-of-chunk cotangent of its written rows), dense
+(d_delta = QK^T d_out + ..., d_y = S^T d_delta), written rows (restore the snapshot, the
+start-of-chunk cotangent of each written slot) and read rows (d_table[s] += sum rc d_out).
+Gradients of the plan's coefficients are sums over all columns: each program writes its
+slab's partial sum and XLA adds the slabs afterwards.
 
 The kernels take the plan stacked over chunks and a chunk-index operand, and write what the
 backward keeps (snapshots, y, delta, gradients) into stacked buffers in place, so the scan
@@ -33,9 +30,9 @@ dependent gathers each. See WORKSPACE.md.)
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
-every sum accumulates in float32. The one-hot matmuls split their float32 operand into 3
-bfloat16 pieces (exact); the products with token blocks and the C x C products use TF32x3
-(about float32).
+every sum accumulates in float32. The one-hot matmuls split their float32 operand into 2 (bf16
+table) or 3 (float32 table) bfloat16 pieces, so they are as exact as the storage; the C x C
+products use TF32x3 (about float32).
 """
 
 from __future__ import annotations
@@ -64,7 +61,6 @@ class KernelConfig(NamedTuple):
   row_tile: int = 64        # rows (slots) per program of the scatter kernels
   entry_block: int = 64     # slot-sorted entries per one-hot matmul
   group_entries: int = 128  # token-major entries per program of the gather kernels
-  token_block: int = 32     # tokens per one-hot matmul of the row-tile kernels
   num_warps: int = 4
   num_stages: int = 1       # Triton software pipelining of the kernels' loops (1: none)
 
@@ -94,12 +90,12 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
   check_power_of_two_fields(config, ("block_cols", "row_tile", "entry_block",
-                                     "group_entries", "token_block", "num_warps"))
+                                     "group_entries", "num_warps"))
   if value_dim % config.block_cols:
     raise ValueError(f"KernelConfig.block_cols must divide Dv = {value_dim}, "
                      f"got {config.block_cols}")
-  for name in ("block_cols", "row_tile", "entry_block", "token_block"):
-    if getattr(config, name) < 16:  # every one-hot matmul dimension (Triton's dot minimum)
+  for name in ("block_cols", "row_tile", "entry_block"):
+    if getattr(config, name) < 16:  # one-hot matmul dimensions (Triton's dot minimum)
       raise ValueError(f"KernelConfig.{name} must be >= 16, got {getattr(config, name)}")
 
 
@@ -183,69 +179,33 @@ def _scatter(ref, lead, rows, cols, values, valid):
                  mask=mask)
 
 
-def _dot(a, b, interpret, *, transpose_b=False):
-  """a [M, K] @ b [K, N] (or b [N, K] transposed) in float32: TF32x3 on GPU (about
-  float32), exact float32 products in interpret mode."""
-  precision = (lax.Precision.HIGHEST if interpret
-               else lax.DotAlgorithmPreset.TF32_TF32_F32_X3)
-  contract = ((1,), (1,)) if transpose_b else ((1,), (0,))
-  return lax.dot_general(a, b, (contract, ((), ())), precision=precision,
-                         preferred_element_type=jnp.float32)
+def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
+  """Sums over the slot-sorted entries of row tile `tile_index` of chunk `lead` = (c, bh).
 
-
-def _row_tile_token_sums(r, prefix, lead, tile_index, x_ref, cols0, *, coef_name, dims,
-                         config, interpret, rows=None, entry_dots=None):
-  """Sums over the slot-sorted entries of row tile `tile_index` of chunk `lead` = (c, bh):
-
-    sums[i] = sum_{e in the tile, row(e) = first row + i} coef[e] x[token(e)]
-
-  with x = x_ref[c, bh, :, slab] [C, BD] (float32 token rows). Returns [row_tile, BD].
-
-  No per-entry gathers: the tile's entries build A[i, t] = sum_e coef[e] (row(e) = i,
-  token(e) = t) by one-hot matmuls, then sums = A @ x, one token block of x at a time.
-  If `rows` [row_tile, BD] is given, each entry's dot rows[row(e)] . x[token(e)] is also
-  stored at `entry_dots` = (ref, lead) as ref[*lead, e]: picked by one-hot matmuls from
-  rows @ x^T.
+  Loops over the tile's entries [entry_begin[t], entry_begin[t + 1]) in blocks; for each,
+  `contribution(entries, valid, store_at)` returns [EB, BD] and the block adds
+  onehot(row) @ it. `entries` are clamped in bounds (for unmasked loads); `store_at` puts
+  invalid lanes out of bounds, so masked per-entry stores never alias a valid lane (in
+  interpret mode a masked store writes back the old value, and out-of-bounds writes drop).
+  Returns [row_tile, BD].
   """
-  row_tile, block = config.row_tile, config.entry_block
-  token_block = min(config.token_block, dims.chunk)
+  rows, block = config.row_tile, config.entry_block
   begin = r[prefix + "entry_begin"][(*lead, tile_index)]
   end = r[prefix + "entry_begin"][(*lead, tile_index + 1)]
-  first_row = tile_index * row_tile
+  first_row = tile_index * rows
+  row_ids = lax.broadcasted_iota(jnp.int32, (rows, block), 0)
   num_entries = r[prefix + "entry_row"].shape[-1]
+
+  def body(k, acc):
+    entries = begin + k * block + jnp.arange(block, dtype=jnp.int32)
+    valid = entries < end
+    safe = jnp.where(valid, entries, num_entries - 1)
+    local = jnp.where(valid, r[prefix + "entry_row"][(*lead, safe)] - first_row, -1)
+    contrib = contribution(safe, valid, jnp.where(valid, entries, num_entries))
+    return acc + onehot_matmul(local[None, :] == row_ids, contrib, pieces)
+
   num_blocks = (end - begin + block - 1) // block
-  tile_rows = lax.broadcasted_iota(jnp.int32, (row_tile, block), 0)   # one-hot [RT, EB]
-  entry_rows = lax.broadcasted_iota(jnp.int32, (block, row_tile), 1)  # one-hot [EB, RT]
-  sums = jnp.zeros((row_tile, config.block_cols), jnp.float32)
-  for t0 in range(0, dims.chunk, token_block):
-    x = x_ref[(*lead, pl.ds(t0, token_block), pl.ds(cols0, config.block_cols))]
-    x = x.astype(jnp.float32)  # [TB, BD]
-    block_tokens = t0 + lax.broadcasted_iota(jnp.int32, (block, token_block), 1)
-    dots = None if rows is None else _dot(rows, x, interpret, transpose_b=True)  # [RT, TB]
-
-    def body(k, coef_matrix, x=x, block_tokens=block_tokens, dots=dots):
-      entries = begin + k * block + jnp.arange(block, dtype=jnp.int32)
-      valid = entries < end
-      safe = jnp.where(valid, entries, num_entries - 1)
-      local = jnp.where(valid, r[prefix + "entry_row"][(*lead, safe)] - first_row, -1)
-      token_onehot = r[prefix + "entry_token"][(*lead, safe)][:, None] == block_tokens
-      coef = jnp.where(valid, r[coef_name][(*lead, safe)], 0.0)
-      coef_matrix = coef_matrix + onehot_matmul(
-          local[None, :] == tile_rows, coef[:, None] * token_onehot.astype(jnp.float32), 3)
-      if dots is not None:
-        picked = onehot_matmul(local[:, None] == entry_rows, dots, 3)  # [EB, TB]
-        in_block = valid & jnp.any(token_onehot, axis=1)
-        # Invalid lanes point out of bounds, so a masked store never aliases a valid lane
-        # (in interpret mode a masked store writes back the old value).
-        dots_ref, dots_lead = entry_dots
-        pltriton.store(dots_ref.at[(*dots_lead, jnp.where(valid, entries, num_entries))],
-                       jnp.sum(jnp.where(token_onehot, picked, 0.0), axis=1), mask=in_block)
-      return coef_matrix
-
-    coef_matrix = lax.fori_loop(0, num_blocks, body,
-                                jnp.zeros((row_tile, token_block), jnp.float32))
-    sums = sums + _dot(coef_matrix, x, interpret)
-  return sums
+  return lax.fori_loop(0, num_blocks, body, jnp.zeros((rows, config.block_cols), jnp.float32))
 
 
 def _program(r, block):
@@ -319,19 +279,27 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
       r["qk"], delta, here, here, cols0, block, chunk, interpret)
 
 
-def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+                        interpret: bool):
   """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u] for
   the tile's slots, in place, after saving their old rows in the snapshot."""
   r = dict(zip(names, refs))
+  del interpret
   rows, block = config.row_tile, config.block_cols
   c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
+  here = (c, bh)
   table = r["table_out"]
   written = gather_rows(table, (bh,), row_slot, cols, valid)
   r["snapshot_out"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)] = written.astype(table.dtype)
-  sums = _row_tile_token_sums(r, "", (c, bh), tile_index,
-                              r["delta"] if dims.shared else r["values"], cols0,
-                              coef_name="entry_update_coef", dims=dims, config=config,
-                              interpret=interpret)
+  delta_ref = r["delta"] if dims.shared else r["values"]
+
+  def update(entries, entry_valid, store_at):
+    del store_at
+    token = r["entry_token"][c, bh, entries]
+    delta = gather_rows(delta_ref, here, token, cols, entry_valid)
+    return r["entry_update_coef"][c, bh, entries][:, None] * delta
+
+  sums = _row_tile_sums(r, "", here, tile_index, config, pieces, update)
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
   _scatter(table, (bh,), row_slot, cols, decay[:, None] * written + sums, valid)
 
@@ -372,14 +340,16 @@ def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
         transpose=True)
 
 
-def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+                        interpret: bool):
   """grid (B*H, row tiles, slabs): restores the tile's written rows from the snapshot and
   maps their cotangent to the chunk's start: d_start[s] = E[s] d_end[s]
-  (+ sum_{u writes s} wc[u,s] d_r0[u], shared form, with d_r0 = -d_values)."""
+  (+ sum_{u writes s} wc[u,s] d_r0[u], shared form)."""
   r = dict(zip(names, refs))
+  del interpret
   rows, block = config.row_tile, config.block_cols
   c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
-  slab = pl.program_id(2)
+  here, slab = (c, bh), pl.program_id(2)
   written = r["snapshot"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)]
   _scatter(r["table_out"], (bh,), row_slot, cols, written, valid)  # undo the chunk's writes
   written = written.astype(jnp.float32)
@@ -388,26 +358,40 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpr
   r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
   d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
   if dims.shared:
-    # The entries' rows as the chunk found them are the snapshot rows; with -written as
-    # the rows, the entry dots are the write coefficients' gradients written . d_r0.
-    d_start = d_start - _row_tile_token_sums(
-        r, "", (c, bh), tile_index, r["d_values"], cols0, coef_name="entry_write_coef",
-        dims=dims, config=config, interpret=interpret, rows=-written,
-        entry_dots=(r["d_entry_write_coef_out"], (c, bh, slab)))
+    def start_estimate(entries, entry_valid, store_at):
+      token = r["entry_token"][c, bh, entries]
+      d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
+      # The entry's row as the chunk found it: the snapshot row of its slot.
+      start_rows = gather_rows(r["snapshot"], here, r["entry_row"][c, bh, entries], cols,
+                               entry_valid)
+      pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
+                     jnp.sum(start_rows * d_r0, axis=1), mask=entry_valid)
+      return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
+
+    d_start = d_start + _row_tile_sums(r, "", here, tile_index, config, pieces,
+                                       start_estimate)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid)
 
 
-def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+                     interpret: bool):
   """grid (B*H, read row tiles, slabs): d_table[s] += sum_{t reads s} rc[t,s] d_out[t] and
   the read coefficients' gradient M[s] . d_out[t] (M restored to the chunk's start)."""
   r = dict(zip(names, refs))
-  c, bh, cols0, cols, tile_index, _, row_slot, valid = _row_tile(r, "read_row_slot", dims,
-                                                                 config)
-  start_rows = gather_rows(r["table"], (bh,), row_slot, cols, valid)
-  sums = _row_tile_token_sums(
-      r, "read_", (c, bh), tile_index, r["d_out"], cols0, coef_name="read_entry_coef",
-      dims=dims, config=config, interpret=interpret, rows=start_rows,
-      entry_dots=(r["d_entry_read_coef_out"], (c, bh, pl.program_id(2))))
+  del interpret
+  c, bh, _, cols, tile_index, _, row_slot, valid = _row_tile(r, "read_row_slot", dims, config)
+  here, slab = (c, bh), pl.program_id(2)
+
+  def read_cotangent(entries, entry_valid, store_at):
+    token = r["read_entry_token"][c, bh, entries]
+    d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
+    slot = r["read_row_slot"][c, bh, r["read_entry_row"][c, bh, entries]]
+    start_rows = gather_rows(r["table"], (bh,), slot, cols, entry_valid)
+    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
+                   jnp.sum(start_rows * d_out, axis=1), mask=entry_valid)
+    return r["read_entry_coef"][c, bh, entries][:, None] * d_out
+
+  sums = _row_tile_sums(r, "read_", here, tile_index, config, pieces, read_cotangent)
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
   _scatter(d_table, (bh,), row_slot, cols, current + sums, valid)
@@ -473,6 +457,10 @@ def _unsorted(sorted_values, entries: layout.EntryLayout, chunk, width, count):
   flat_order = entries.order.reshape(-1, entries.order.shape[-1])
   token_major = jax.vmap(lambda v, o: jnp.zeros_like(v).at[o].set(v))(flat_values, flat_order)
   return token_major.reshape(*lead, chunk, width)[..., :count]
+
+
+def _pieces(table_dtype) -> int:
+  return 3 if jnp.dtype(table_dtype) == jnp.float32 else 2
 
 
 def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
@@ -563,7 +551,7 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
     scatter_in.update(delta=saved["delta"])
   scattered = _call(_fwd_scatter_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
                     scatter_in, dict(table=table, snapshot=saved["snapshot"]),
-                    aliases=("table", "snapshot"), **kw)
+                    aliases=("table", "snapshot"), pieces=_pieces(table.dtype), **kw)
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
@@ -591,6 +579,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   grads = dict(grads, **_call(_bwd_dense_kernel, (bh, 1, slabs), c, dense_in,
                               _pick(grads, *stacked), aliases=stacked, **kw))
 
+  pieces = _pieces(table.dtype)
   written_stacked = ("d_row_decay", "d_entry_write_coef") if dims.shared else ("d_row_decay",)
   written_in = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked),
                     **_pick(xs, "snapshot", "row_slot", "row_decay"))
@@ -599,7 +588,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
         xs, "entry_token", "entry_row", "entry_begin", "entry_write_coef"))
   written_out = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked))
   written = _call(_bwd_written_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
-                  written_in, written_out, aliases=tuple(written_out), **kw)
+                  written_in, written_out, aliases=tuple(written_out), pieces=pieces, **kw)
   grads = dict(grads, **_pick(written, *written_stacked))
 
   read_in = dict(table=written["table"], d_table=written["d_table"],
@@ -608,7 +597,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
                      "read_entry_coef", "read_row_slot"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
   read = _call(_bwd_read_kernel, (bh, dims.read_rows // config.row_tile, slabs), c, read_in,
-               read_out, aliases=tuple(read_out), **kw)
+               read_out, aliases=tuple(read_out), pieces=pieces, **kw)
   grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
   return (written["table"], read["d_table"], grads), None
 

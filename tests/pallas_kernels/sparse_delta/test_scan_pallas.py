@@ -25,10 +25,8 @@ from tests.sdm_jax.ops.test_sparse_delta import random_inputs
 interpret_on_cpu = pytest.mark.skipif(
     jax.default_backend() == "gpu", reason="interpret-mode semantics tests run on CPU")
 
-# Small tiles so that the CPU shapes have several row tiles, entry blocks and slabs (and
-# chunks of 32 two token blocks).
-SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, entry_block=16, group_entries=16,
-                                 token_block=16)
+# Small tiles so that the CPU shapes have several row tiles, entry blocks and slabs.
+SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, entry_block=16, group_entries=16)
 
 
 def _plan(seed, *, error, chunk_size=16, shared_memory=False, table_dtype=jnp.float32,
@@ -117,7 +115,7 @@ def test_kernel_with_a_bfloat16_table_matches_the_twin():
 @interpret_on_cpu
 def test_slots_written_by_every_token_span_several_entry_blocks():
   """Head 1 of `random_inputs` writes the same W slots at every token: each slot's C = 32
-  entries fill two entry blocks of its row tile, and its tokens two token blocks."""
+  entries fill two entry blocks of its row tile."""
   memory, plan = _plan(5, error="shared", batch=1, seq_len=32, heads=2, num_slots=24,
                        value_dim=16, writes=4, reads=4, chunk_size=32)
   kernel = functools.partial(scan_pallas.scan_chunks, error="shared", config=SMALL,
@@ -140,8 +138,8 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
 
 
 @pytest.mark.parametrize("fields,match", [
-    (dict(token_block=24), "token_block must be a power of two"),
-    (dict(token_block=8), "token_block must be >= 16"),
+    (dict(entry_block=24), "entry_block must be a power of two"),
+    (dict(row_tile=8), "row_tile must be >= 16"),
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
