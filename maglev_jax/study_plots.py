@@ -188,8 +188,23 @@ def format_table(study_records: list[dict[str, Any]]) -> str:
       text += f"; best Maglev (recurrent) {best} " + _with_spread(*stats[best])
       if swa:
         text += f", {stats[best][0][0] - swa[0][0]:+.4f} vs SWA"
+        text += _paired_by_seed(groups[(best, tokens)], groups[("swa", tokens)])
     lines.append(text)
   return "\n".join(lines)
+
+
+def _paired_by_seed(runs: list[dict[str, Any]], swa_runs: list[dict[str, Any]]) -> str:
+  """The best setting against SWA on the seeds both ran: the mean and spread of the
+  seed-by-seed differences and how many are below SWA; empty for fewer than two."""
+  swa_by_seed = {r["seed"]: r["val_bpb"] for r in swa_runs}
+  differences = [r["val_bpb"] - swa_by_seed[r["seed"]] for r in runs
+                 if r["seed"] in swa_by_seed]
+  if len(differences) < 2:
+    return ""
+  mean, spread = mean_and_spread(differences)
+  below = sum(d < 0 for d in differences)
+  return (f"; paired by seed {mean:+.4f} +- {spread:.4f}, below SWA in {below} of "
+          f"{len(differences)} seeds")
 
 
 def _with_spread(stat: tuple[float | None, float | None], count: int) -> str:

@@ -182,4 +182,9 @@ def test_merging_adds_only_unrecorded_runs_and_the_table_compares_with_swa():
   table = study_plots.format_table(merged)
   assert "SWA 2.1250 +- 0.1768 (2 seeds)" in table
   assert "best Maglev (recurrent) shared_l0.1 2.1250 (1 seed), +0.0000 vs SWA" in table
+  assert "paired by seed" not in table  # one seed in common
+  table = study_plots.format_table([*merged, record("shared_l0.1", 1, 2.0)])
+  # Seed 0: 2.125 - 2.0, seed 1: 2.0 - 2.25.
+  assert ("shared_l0.1 2.0625 +- 0.0884 (2 seeds), -0.0625 vs SWA; paired by seed "
+          "-0.0625 +- 0.2652, below SWA in 1 of 2 seeds") in table
   assert study_plots.mean_and_spread([1.0, None, 3.0]) == (2.0, pytest.approx(2 ** 0.5))
