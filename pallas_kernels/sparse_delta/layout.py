@@ -7,8 +7,9 @@ with small one-hot matmuls over entries sorted by slot:
 * Entries (one per (token, write) or (token, read)) are sorted by slot, ties by token. The
   run of entries of one slot is a *segment*, and each segment is one *row* of the
   chunk's row layout (segment r is row r).
-* Rows are cut into tiles of `row_tile` rows. Tile t owns rows [t * row_tile, ...) and the
-  contiguous entries of those segments, [entry_begin[t], entry_begin[t + 1]). A segment
+* Row r's segment is the entries [row_begin[r], row_begin[r + 1]). Rows are cut into
+  tiles of `row_tile` rows; tile t owns rows [t * row_tile, ...) and the contiguous entries
+  of their segments, [row_begin[t * row_tile], row_begin[(t + 1) * row_tile]). A segment
   never straddles tiles, so every slot is loaded and stored by exactly one program.
 * Rows past the last segment have `row_slot >= num_slots` and are skipped.
 
@@ -33,7 +34,7 @@ class EntryLayout(NamedTuple):
   token: jax.Array        # [..., E] the entry's token
   row: jax.Array          # [..., E] the entry's row (segment); >= rows for padding entries
   row_slot: jax.Array     # [..., rows] slot of each row, >= num_slots past the last segment
-  entry_begin: jax.Array  # [..., n_tiles + 1] first entry of each row tile (then E_real)
+  row_begin: jax.Array    # [..., rows + 1] first entry of each row's segment (then E_real)
 
 
 def pad_entries(x: jax.Array, width: int, fill) -> jax.Array:
@@ -51,17 +52,17 @@ def num_rows(entries: int, row_tile: int) -> int:
 
 def tile_starts(sorted_rows, rows, row_tile):
   """[rows / row_tile + 1] the first entry of each row tile (then the entry count) in
-  entries of nondecreasing rows `sorted_rows` [E]."""
+  entries of nondecreasing rows `sorted_rows` [E]; with row_tile 1, of each row."""
   boundaries = jnp.arange(0, rows + 1, row_tile, dtype=jnp.int32)
   return jnp.searchsorted(sorted_rows, boundaries, side="left").astype(jnp.int32)
 
 
-def _layout_by_order(values, order, *, width: int, rows: int, row_tile: int, rows_of):
+def _layout_by_order(values, order, *, width: int, rows: int, rows_of):
   """What the write and read layouts share, chunk by chunk: values [..., C, X] (slot ids or
   positions) and phase 1's stable slot order of their entries [..., C * X] ->
-  (order padded to `width` per token, each entry's row, entry_begin, *extra), with
+  (order padded to `width` per token, each entry's row, row_begin, *extra), with
   `rows_of(sorted values) -> (the real entries' rows, *extra)`. Padding entries come after
-  the real ones and belong to no tile (row `rows`)."""
+  the real ones and belong to no row (row `rows`)."""
   chunk, count = values.shape[-2:]
   tokens = jnp.arange(chunk, dtype=jnp.int32)[:, None]
   padding = (tokens * width + jnp.arange(count, width, dtype=jnp.int32)).reshape(-1)
@@ -70,7 +71,7 @@ def _layout_by_order(values, order, *, width: int, rows: int, row_tile: int, row
     real_rows, *extra = rows_of(values[order])
     real_order = (order // count) * width + order % count  # padded token-major
     row = jnp.concatenate([real_rows, jnp.full(padding.shape, rows, jnp.int32)])
-    return (jnp.concatenate([real_order, padding]), row, tile_starts(row, rows, row_tile),
+    return (jnp.concatenate([real_order, padding]), row, tile_starts(row, rows, 1),
             *extra)
 
   lead = values.shape[:-2]
@@ -87,10 +88,10 @@ def write_layout(write_pos: jax.Array, slots: jax.Array, write_order: jax.Array,
   No sort: phase 1's order is the layout's, padding entries appended in no tile."""
   rows = num_rows(slots.shape[-1], row_tile)
   order, row, begin = _layout_by_order(write_pos, write_order, width=width, rows=rows,
-                                       row_tile=row_tile, rows_of=lambda pos: (pos,))
+                                       rows_of=lambda pos: (pos,))
   row_slot = pad_entries(slots.astype(jnp.int32), rows, num_slots)
   return EntryLayout(order=order, token=order // width, row=row, row_slot=row_slot,
-                     entry_begin=begin)
+                     row_begin=begin)
 
 
 def read_layout(read_idx: jax.Array, read_order: jax.Array, *, num_slots: int, width: int,
@@ -106,7 +107,6 @@ def read_layout(read_idx: jax.Array, read_order: jax.Array, *, num_slots: int, w
     return segment, jnp.full((rows,), num_slots, jnp.int32).at[segment].set(sorted_slots)
 
   order, row, begin, row_slot = _layout_by_order(read_idx, read_order, width=width,
-                                                 rows=rows, row_tile=row_tile,
-                                                 rows_of=segments)
+                                                 rows=rows, rows_of=segments)
   return EntryLayout(order=order, token=order // width, row=row, row_slot=row_slot,
-                     entry_begin=begin)
+                     row_begin=begin)

@@ -11,8 +11,9 @@ forward runs three kernels, each over thousands of programs:
   scatter  grid (B*H, row tiles, column slabs):  M[s] = E[s] M[s] + sum_{u writes s}
            uc[u,s] delta[u], and a snapshot of the overwritten rows for the backward
 
-The scatter sums over the tokens that wrote a slot with one-hot matmuls over slot-sorted
-entries (`layout.py`); each slot belongs to one row tile, so no two programs write the same
+The scatter sums over the tokens that wrote a slot, over slot-sorted entries (`layout.py`):
+by one-hot matmuls over blocks of entries or segment by segment (`KernelConfig.entry_sums`,
+`ENTRY_SUMS`); each slot belongs to one row tile, so no two programs write the same
 bytes and nothing needs atomics. The backward walks the chunks in reverse with four
 kernels: gather (per token, the end-of-chunk cotangent of its written rows), dense
 (d_delta = QK^T d_out + ..., d_y = S^T d_delta), written rows (restore the snapshot, the
@@ -31,8 +32,8 @@ dependent gathers each. See WORKSPACE.md.)
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
 every sum accumulates in float32. The one-hot matmuls split their float32 operand into 2 (bf16
-table) or 3 (float32 table) bfloat16 pieces, so they are as exact as the storage; the C x C
-products use TF32x3 (about float32).
+table) or 3 (float32 table) bfloat16 pieces, so they are as exact as the storage (segment
+sums add in float32); the C x C products use TF32x3 (about float32).
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ class KernelConfig(NamedTuple):
   group_entries: int = 128  # token-major entries per program of the gather kernels
   num_warps: int = 4
   num_stages: int = 1       # Triton software pipelining of the kernels' loops (1: none)
+  entry_sums: str = "onehot"  # how row tiles sum their entries (ENTRY_SUMS)
+
+
+# How a row-tile kernel sums the entries of its rows' segments:
+#   "onehot":   blocks of `entry_block` slot-sorted entries, each added to its row by a
+#               one-hot matmul (bf16 tensor cores; cost per block, whatever the reuse);
+#   "segments": depth by depth, row i taking the k-th entry of its own segment at step k,
+#               as many steps as the tile's longest segment (no matmul; float32 sums).
+ENTRY_SUMS = ("onehot", "segments")
 
 
 def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
@@ -97,6 +107,9 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
   for name in ("block_cols", "row_tile", "entry_block"):
     if getattr(config, name) < 16:  # one-hot matmul dimensions (Triton's dot minimum)
       raise ValueError(f"KernelConfig.{name} must be >= 16, got {getattr(config, name)}")
+  if config.entry_sums not in ENTRY_SUMS:
+    raise ValueError(f"KernelConfig.entry_sums must be one of {ENTRY_SUMS}, "
+                     f"got {config.entry_sums!r}")
 
 
 def default_config(value_dim: int) -> KernelConfig:
@@ -180,32 +193,51 @@ def _scatter(ref, lead, rows, cols, values, valid):
 
 
 def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
-  """Sums over the slot-sorted entries of row tile `tile_index` of chunk `lead` = (c, bh).
+  """Per row of tile `tile_index` of chunk `lead` = (c, bh), the sum over its segment of
+  slot-sorted entries [row_begin[i], row_begin[i + 1]), in `config.entry_sums`'s way.
 
-  Loops over the tile's entries [entry_begin[t], entry_begin[t + 1]) in blocks; for each,
-  `contribution(entries, valid, store_at)` returns [EB, BD] and the block adds
-  onehot(row) @ it. `entries` are clamped in bounds (for unmasked loads); `store_at` puts
-  invalid lanes out of bounds, so masked per-entry stores never alias a valid lane (in
+  `contribution(entries, valid, store_at, by_row)` returns one [BD] row per entry: for a
+  block of the tile's entries ("onehot", by_row False, added to their rows by a one-hot
+  matmul) or for one entry of each of the tile's rows ("segments", by_row True: entries[i]
+  is in row i's segment). `entries` are clamped in bounds (for unmasked loads); `store_at`
+  puts invalid lanes out of bounds, so masked per-entry stores never alias a valid lane (in
   interpret mode a masked store writes back the old value, and out-of-bounds writes drop).
   Returns [row_tile, BD].
   """
-  rows, block = config.row_tile, config.entry_block
-  begin = r[prefix + "entry_begin"][(*lead, tile_index)]
-  end = r[prefix + "entry_begin"][(*lead, tile_index + 1)]
+  rows = config.row_tile
   first_row = tile_index * rows
-  row_ids = lax.broadcasted_iota(jnp.int32, (rows, block), 0)
   num_entries = r[prefix + "entry_row"].shape[-1]
+  zeros = jnp.zeros((rows, config.block_cols), jnp.float32)
+
+  def clamped(entries, valid):
+    return jnp.where(valid, entries, num_entries - 1), jnp.where(valid, entries, num_entries)
+
+  if config.entry_sums == "segments":
+    begin = r[prefix + "row_begin"][(*lead, pl.ds(first_row, rows))]
+    end = r[prefix + "row_begin"][(*lead, pl.ds(first_row + 1, rows))]
+
+    def depth(k, acc):
+      valid = begin + k < end
+      safe, store_at = clamped(begin + k, valid)
+      return acc + contribution(safe, valid, store_at, True)
+
+    return lax.fori_loop(0, jnp.max(end - begin), depth, zeros)
+
+  block = config.entry_block
+  begin = r[prefix + "row_begin"][(*lead, first_row)]
+  end = r[prefix + "row_begin"][(*lead, first_row + rows)]
+  row_ids = lax.broadcasted_iota(jnp.int32, (rows, block), 0)
 
   def body(k, acc):
     entries = begin + k * block + jnp.arange(block, dtype=jnp.int32)
     valid = entries < end
-    safe = jnp.where(valid, entries, num_entries - 1)
+    safe, store_at = clamped(entries, valid)
     local = jnp.where(valid, r[prefix + "entry_row"][(*lead, safe)] - first_row, -1)
-    contrib = contribution(safe, valid, jnp.where(valid, entries, num_entries))
+    contrib = contribution(safe, valid, store_at, False)
     return acc + onehot_matmul(local[None, :] == row_ids, contrib, pieces)
 
   num_blocks = (end - begin + block - 1) // block
-  return lax.fori_loop(0, num_blocks, body, jnp.zeros((rows, config.block_cols), jnp.float32))
+  return lax.fori_loop(0, num_blocks, body, zeros)
 
 
 def _program(r, block):
@@ -293,8 +325,8 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
   r["snapshot_out"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)] = written.astype(table.dtype)
   delta_ref = r["delta"] if dims.shared else r["values"]
 
-  def update(entries, entry_valid, store_at):
-    del store_at
+  def update(entries, entry_valid, store_at, by_row):
+    del store_at, by_row
     token = r["entry_token"][c, bh, entries]
     delta = gather_rows(delta_ref, here, token, cols, entry_valid)
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
@@ -358,12 +390,12 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
   r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
   d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
   if dims.shared:
-    def start_estimate(entries, entry_valid, store_at):
+    def start_estimate(entries, entry_valid, store_at, by_row):
       token = r["entry_token"][c, bh, entries]
       d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: the snapshot row of its slot.
-      start_rows = gather_rows(r["snapshot"], here, r["entry_row"][c, bh, entries], cols,
-                               entry_valid)
+      start_rows = written if by_row else gather_rows(
+          r["snapshot"], here, r["entry_row"][c, bh, entries], cols, entry_valid)
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
                      jnp.sum(start_rows * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
@@ -382,11 +414,18 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: in
   c, bh, _, cols, tile_index, _, row_slot, valid = _row_tile(r, "read_row_slot", dims, config)
   here, slab = (c, bh), pl.program_id(2)
 
-  def read_cotangent(entries, entry_valid, store_at):
+  # By row, each entry's table row is its row's: loaded once for the tile.
+  tile_rows = (gather_rows(r["table"], (bh,), row_slot, cols, valid)
+               if config.entry_sums == "segments" else None)
+
+  def read_cotangent(entries, entry_valid, store_at, by_row):
     token = r["read_entry_token"][c, bh, entries]
     d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
-    slot = r["read_row_slot"][c, bh, r["read_entry_row"][c, bh, entries]]
-    start_rows = gather_rows(r["table"], (bh,), slot, cols, entry_valid)
+    if by_row:
+      start_rows = tile_rows
+    else:
+      slot = r["read_row_slot"][c, bh, r["read_entry_row"][c, bh, entries]]
+      start_rows = gather_rows(r["table"], (bh,), slot, cols, entry_valid)
     pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
                    jnp.sum(start_rows * d_out, axis=1), mask=entry_valid)
     return r["read_entry_coef"][c, bh, entries][:, None] * d_out
@@ -479,7 +518,7 @@ def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
       write_slot=_chunk_major(layout.pad_entries(write_slot, dims.writes, dims.num_slots)),
       entry_token=writes.token,
       entry_row=writes.row,
-      entry_begin=writes.entry_begin,
+      row_begin=writes.row_begin,
       row_slot=writes.row_slot,
   )
   return int_xs, writes
@@ -510,7 +549,7 @@ def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelCo
       ids.read_idx, ids.read_order, num_slots=dims.num_slots, width=dims.reads,
       row_tile=config.row_tile))
   xs = dict(read_entry_token=reads.token, read_entry_row=reads.row,
-            read_entry_begin=reads.entry_begin, read_row_slot=reads.row_slot,
+            read_row_begin=reads.row_begin, read_row_slot=reads.row_slot,
             read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,
                                     dims.reads))
   return xs, reads
@@ -545,7 +584,7 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   saved = dict(saved, **dense)
 
   scatter_in = dict(table=table, snapshot=saved["snapshot"], **_pick(
-      xs, "values", "entry_token", "entry_row", "entry_begin", "entry_update_coef",
+      xs, "values", "entry_token", "entry_row", "row_begin", "entry_update_coef",
       "row_slot", "row_decay"))
   if dims.shared:
     scatter_in.update(delta=saved["delta"])
@@ -585,7 +624,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
                     **_pick(xs, "snapshot", "row_slot", "row_decay"))
   if dims.shared:
     written_in.update(d_values=grads["d_values"], **_pick(
-        xs, "entry_token", "entry_row", "entry_begin", "entry_write_coef"))
+        xs, "entry_token", "entry_row", "row_begin", "entry_write_coef"))
   written_out = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked))
   written = _call(_bwd_written_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
                   written_in, written_out, aliases=tuple(written_out), pieces=pieces, **kw)
@@ -593,7 +632,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
 
   read_in = dict(table=written["table"], d_table=written["d_table"],
                  d_entry_read_coef=grads["d_entry_read_coef"], **_pick(
-                     xs, "d_out", "read_entry_token", "read_entry_row", "read_entry_begin",
+                     xs, "d_out", "read_entry_token", "read_entry_row", "read_row_begin",
                      "read_entry_coef", "read_row_slot"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
   read = _call(_bwd_read_kernel, (bh, dims.read_rows // config.row_tile, slabs), c, read_in,

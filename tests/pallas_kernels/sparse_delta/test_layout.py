@@ -10,24 +10,23 @@ from pallas_kernels.sparse_delta import layout
 
 
 def _scatter_by_layout(entries: layout.EntryLayout, values, num_slots, row_tile):
-  """Sums token-major `values` [C * width] per slot the way the kernels do: by row tile,
-  then by row within the tile, then stored at the row's slot."""
+  """Sums token-major `values` [C * width] per slot the way the kernels do: row by row
+  over each row's segment [row_begin[r], row_begin[r + 1]), stored at the row's slot."""
   order, row = np.asarray(entries.order), np.asarray(entries.row)
-  row_slot, begin = np.asarray(entries.row_slot), np.asarray(entries.entry_begin)
+  row_slot, begin = np.asarray(entries.row_slot), np.asarray(entries.row_begin)
+  assert len(begin) == len(row_slot) + 1 and len(row_slot) % row_tile == 0
   sums = np.zeros(num_slots)
-  for tile in range(len(begin) - 1):
-    rows = np.zeros(row_tile)
-    for e in range(begin[tile], begin[tile + 1]):
-      local = row[e] - tile * row_tile
-      assert 0 <= local < row_tile  # the entry's row belongs to this tile
-      rows[local] += values[order[e]]
-    for local in range(row_tile):
-      slot = row_slot[tile * row_tile + local]
-      if slot < num_slots:
-        assert sums[slot] == 0  # each slot is stored by one row only
-        sums[slot] = rows[local]
-      else:
-        assert rows[local] == 0  # skipped rows hold no entries
+  for r, slot in enumerate(row_slot):
+    total = 0.0
+    for e in range(begin[r], begin[r + 1]):
+      assert row[e] == r  # the segment's entries are the row's
+      total += values[order[e]]
+    if slot < num_slots:
+      assert sums[slot] == 0  # each slot is stored by one row only
+      sums[slot] = total
+    else:
+      assert begin[r] == begin[r + 1]  # skipped rows hold no entries
+  assert begin[-1] == np.sum(row < len(row_slot))  # every real entry, padding after
   return sums
 
 
