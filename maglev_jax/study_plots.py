@@ -21,6 +21,8 @@ from typing import Any, Sequence
 from maglev_jax.config import SHARING
 
 PLOT_SUFFIXES = ("_lambda.png", "_by_position.png")
+# Settings above this multiple of SWA's BPB are drawn at the top edge of the lambda plot.
+OUTLIER_RATIO = 1.5
 # (stop_gradient_target, prefiller CE on) -> marker of the variant's points.
 _VARIANT_MARKERS = {(True, False): "^", (False, True): "D", (True, True): "P"}
 
@@ -80,6 +82,7 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
   sharings = [s for s in SHARING if any(r["sharing"] == s for r in at_base)] or ["separate"]
   figure, panels = plt.subplots(1, len(sharings), figsize=(5.2 * len(sharings), 4.4),
                                 squeeze=False, sharey=True)
+  plotted: list[tuple[Any, float, float]] = []  # (axes, lambda, mean BPB) of every point
   for axes, sharing in zip(panels[0], sharings):
     variants: dict[tuple[bool, bool], dict[float, list[dict]]] = collections.defaultdict(
         lambda: collections.defaultdict(list))
@@ -95,6 +98,7 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
       for field, style, source in (("bpb_recurrent", "-", "recurrent"),
                                    ("bpb_teacher_forced", "--", "teacher-forced")):
         stats = [mean_and_spread([r[field] for r in by_lambda[lam]]) for lam in xs]
+        plotted += [(axes, lam, m) for lam, (m, _) in zip(xs, stats) if m is not None]
         label = f"{source}" if plain else f"{'/'.join(names)}: {source}"
         axes.errorbar(xs, [m for m, _ in stats], yerr=[s or 0.0 for _, s in stats],
                       linestyle=style if plain else "none",
@@ -113,6 +117,7 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
     axes.set(xlabel="lambda (memory loss weight)", title=f"{sharing}")
     axes.legend(fontsize=7)
   panels[0][0].set_ylabel("validation BPB")
+  _clip_outliers(plotted, swa_mean)
   figure.suptitle(_title(study_records, base), fontsize=9)
   figure.tight_layout()
   written.append(stem + PLOT_SUFFIXES[0])
@@ -151,6 +156,26 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
   figure.savefig(os.path.join(directory, written[-1]), dpi=100)
   plt.close(figure)
   return written
+
+
+def _clip_outliers(points: list[tuple[Any, float, float]], swa_bpb: float | None) -> None:
+  """Keeps the y-range on the settings near SWA when a few are far off (a lambda-0
+  separate stack can sit at 3 BPB against SWA's 0.7): the y-axis (shared by the panels)
+  stops above the highest point within OUTLIER_RATIO of SWA, and the points beyond it are
+  written at the top edge with their values."""
+  if not points or swa_bpb is None:
+    return
+  near = [bpb for _, _, bpb in points if bpb <= OUTLIER_RATIO * swa_bpb]
+  if len(near) == len(points) or not near:
+    return
+  low, high = min(near + [swa_bpb]), max(near + [swa_bpb])
+  top = high + 0.15 * (high - low) + 1e-3
+  points[0][0].set_ylim(low - 0.05 * (high - low) - 1e-3, top)
+  for axes, lam, bpb in points:
+    if bpb > top:
+      axes.annotate(f"{bpb:.2f} (off scale)", (lam, top), xytext=(0, -12),
+                    textcoords="offset points", ha="center", fontsize=7,
+                    arrowprops=dict(arrowstyle="->", linewidth=0.8))
 
 
 def _number(value: float | None, digits: int = 4) -> str:

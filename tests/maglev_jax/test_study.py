@@ -188,3 +188,20 @@ def test_merging_adds_only_unrecorded_runs_and_the_table_compares_with_swa():
   assert ("shared_l0.1 2.0625 +- 0.0884 (2 seeds), -0.0625 vs SWA; paired by seed "
           "-0.0625 +- 0.2652, below SWA in 1 of 2 seeds") in table
   assert study_plots.mean_and_spread([1.0, None, 3.0]) == (2.0, pytest.approx(2 ** 0.5))
+
+
+def test_lambda_plot_keeps_far_off_settings_at_its_top_edge():
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  figure, axes = plt.subplots()
+  points = [(axes, 0.0, 3.2), (axes, 0.1, 0.78), (axes, 0.3, 0.73), (axes, 1.0, 0.75)]
+  for _, lam, bpb in points:
+    axes.plot([lam], [bpb], "o")
+  study_plots._clip_outliers(points, swa_bpb=0.70)  # pylint: disable=protected-access
+  low, top = axes.get_ylim()
+  assert low < 0.70 and 0.78 < top < 1.0  # SWA and every near setting in view, 3.2 not
+  assert [a.get_text() for a in axes.texts] == ["3.20 (off scale)"]
+  study_plots._clip_outliers(points[1:], swa_bpb=0.70)  # nothing far off: nothing changes
+  assert axes.get_ylim() == (low, top) and len(axes.texts) == 1
+  plt.close(figure)
