@@ -82,7 +82,7 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
   sharings = [s for s in SHARING if any(r["sharing"] == s for r in at_base)] or ["separate"]
   figure, panels = plt.subplots(1, len(sharings), figsize=(5.2 * len(sharings), 4.4),
                                 squeeze=False, sharey=True)
-  plotted: list[tuple[Any, float, float]] = []  # (axes, lambda, mean BPB) of every point
+  plotted: list[tuple[Any, float, float, str | None]] = []  # (axes, lambda, BPB, None)
   for axes, sharing in zip(panels[0], sharings):
     variants: dict[tuple[bool, bool], dict[float, list[dict]]] = collections.defaultdict(
         lambda: collections.defaultdict(list))
@@ -98,7 +98,7 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
       for field, style, source in (("bpb_recurrent", "-", "recurrent"),
                                    ("bpb_teacher_forced", "--", "teacher-forced")):
         stats = [mean_and_spread([r[field] for r in by_lambda[lam]]) for lam in xs]
-        plotted += [(axes, lam, m) for lam, (m, _) in zip(xs, stats) if m is not None]
+        plotted += [(axes, lam, m, None) for lam, (m, _) in zip(xs, stats) if m is not None]
         label = f"{source}" if plain else f"{'/'.join(names)}: {source}"
         axes.errorbar(xs, [m for m, _ in stats], yerr=[s or 0.0 for _, s in stats],
                       linestyle=style if plain else "none",
@@ -129,6 +129,7 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
   buckets = study_records[0]["bpb_by_position"]
   ticks = list(range(len(buckets)))
   maglev_index = 0
+  plotted = []  # (axes, bucket, BPB, label)
   for (setting, tokens), group in grouped(study_records).items():
     label = _label(setting, tokens, base)
     if setting == "swa":
@@ -143,12 +144,14 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
                for i in ticks]
       axes.plot(ticks, means, marker="o", color=color, linewidth=width,
                 linestyle="-" if tokens == base else ":", label=label)
+      plotted += [(axes, i, m, label) for i, m in zip(ticks, means) if m is not None]
   for axes, title in zip(panels, ("recurrent (P on its own memories)",
                                   "teacher-forced (P on Q's memories)")):
     axes.set_xticks(ticks, [f"{b['start']}-{b['end']}" for b in buckets], fontsize=8)
     axes.set(xlabel="positions in the sequence (buckets one attention window wide)",
             title=title)
   panels[0].set_ylabel("validation BPB")
+  _clip_outliers(plotted, swa_mean)
   panels[1].legend(fontsize=7, ncol=2)
   figure.suptitle(_title(study_records), fontsize=9)
   figure.tight_layout()
@@ -158,24 +161,33 @@ def write_plots(study_records: list[dict[str, Any]], out: str) -> list[str]:
   return written
 
 
-def _clip_outliers(points: list[tuple[Any, float, float]], swa_bpb: float | None) -> None:
+def _clip_outliers(points: list[tuple[Any, float, float, str | None]],
+                   swa_bpb: float | None) -> None:
   """Keeps the y-range on the settings near SWA when a few are far off (a lambda-0
   separate stack can sit at 3 BPB against SWA's 0.7): the y-axis (shared by the panels)
-  stops above the highest point within OUTLIER_RATIO of SWA, and the points beyond it are
-  written at the top edge with their values."""
+  stops above the highest point (axes, x, BPB, line label) within OUTLIER_RATIO of SWA,
+  and what lies beyond is written at the top edge: each point's value, or for a labelled
+  line its label and range once, at its first point off scale."""
   if not points or swa_bpb is None:
     return
-  near = [bpb for _, _, bpb in points if bpb <= OUTLIER_RATIO * swa_bpb]
+  near = [bpb for _, _, bpb, _ in points if bpb <= OUTLIER_RATIO * swa_bpb]
   if len(near) == len(points) or not near:
     return
   low, high = min(near + [swa_bpb]), max(near + [swa_bpb])
   top = high + 0.15 * (high - low) + 1e-3
   points[0][0].set_ylim(low - 0.05 * (high - low) - 1e-3, top)
-  for axes, lam, bpb in points:
+  off_scale: dict[tuple[Any, Any], list[tuple[float, float]]] = collections.defaultdict(list)
+  for axes, x, bpb, label in points:
     if bpb > top:
-      axes.annotate(f"{bpb:.2f} (off scale)", (lam, top), xytext=(0, -12),
-                    textcoords="offset points", ha="center", fontsize=7,
-                    arrowprops=dict(arrowstyle="->", linewidth=0.8))
+      off_scale[(axes, label if label is not None else (x, bpb))].append((x, bpb))
+  for (axes, label), xy in off_scale.items():
+    values = [bpb for _, bpb in xy]
+    text = (f"{values[0]:.2f}" if isinstance(label, tuple) else
+            f"{label}: {min(values):.2f}-{max(values):.2f}" if len(values) > 1 else
+            f"{label}: {values[0]:.2f}")
+    axes.annotate(f"{text} (off scale)", (xy[0][0], top), xytext=(0, -12),
+                  textcoords="offset points", ha="left" if xy[0][0] == 0 else "center",
+                  fontsize=7, arrowprops=dict(arrowstyle="->", linewidth=0.8))
 
 
 def _number(value: float | None, digits: int = 4) -> str:

@@ -195,8 +195,9 @@ def test_lambda_plot_keeps_far_off_settings_at_its_top_edge():
   matplotlib.use("Agg")
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
   figure, axes = plt.subplots()
-  points = [(axes, 0.0, 3.2), (axes, 0.1, 0.78), (axes, 0.3, 0.73), (axes, 1.0, 0.75)]
-  for _, lam, bpb in points:
+  points = [(axes, 0.0, 3.2, None), (axes, 0.1, 0.78, None), (axes, 0.3, 0.73, None),
+            (axes, 1.0, 0.75, None)]
+  for _, lam, bpb, _ in points:
     axes.plot([lam], [bpb], "o")
   study_plots._clip_outliers(points, swa_bpb=0.70)  # pylint: disable=protected-access
   low, top = axes.get_ylim()
@@ -204,4 +205,11 @@ def test_lambda_plot_keeps_far_off_settings_at_its_top_edge():
   assert [a.get_text() for a in axes.texts] == ["3.20 (off scale)"]
   study_plots._clip_outliers(points[1:], swa_bpb=0.70)  # nothing far off: nothing changes
   assert axes.get_ylim() == (low, top) and len(axes.texts) == 1
+  plt.close(figure)
+  # A labelled line (the by-position plot) is named once, with its range.
+  figure, axes = plt.subplots()
+  study_plots._clip_outliers(  # pylint: disable=protected-access
+      [(axes, 0, 3.1, "separate_l0"), (axes, 1, 3.3, "separate_l0"), (axes, 0, 0.7, "swa")],
+      swa_bpb=0.70)
+  assert [a.get_text() for a in axes.texts] == ["separate_l0: 3.10-3.30 (off scale)"]
   plt.close(figure)
