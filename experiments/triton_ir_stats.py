@@ -1,0 +1,85 @@
+"""Compiles Triton IR files for sm_90 without a GPU and reports what each kernel costs.
+
+  /path/to/triton-venv/bin/python experiments/triton_ir_stats.py DIR [--num_warps=4]
+
+Standalone: needs only Triton (the version the GPU machine's JAX uses, e.g. `pip install
+triton==3.6.0` in its own environment) and reads every `*.ttir` in DIR, such as
+`experiments/triton_ir.py` writes. Per kernel: registers per thread and spill bytes (the
+bundled `ptxas -v`), shared memory, SASS instruction count (`nvdisasm`), and how many
+programs fit on one H100/H200 multiprocessor at once (65,536 registers, 228 KB of shared
+memory, 64 warps): for latency-bound gathers that residency is what hides the loads. A
+static estimate, not a timing. num_warps must be what the kernels were configured with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import subprocess
+import tempfile
+
+REGISTERS_PER_SM = 65536
+SHARED_BYTES_PER_SM = 228 * 1024
+WARPS_PER_SM = 64
+
+
+def _strip_locations(text: str) -> str:
+  """Pallas' debug print carries source locations Triton's parser rejects."""
+  text = re.sub(r" \[unknown\]", "", text)
+  text = re.sub(r'\s+"[^"\n]*"\(#loc\d*\)', "", text)
+  text = re.sub(r"\s*loc\(#loc\d*\)", "", text)
+  return "\n".join(line for line in text.splitlines() if not line.startswith("#loc"))
+
+
+def programs_per_sm(registers: int, shared: int, num_warps: int) -> int:
+  """Resident programs per multiprocessor (registers allocated per warp in units of 256)."""
+  per_warp = -(-registers * 32 // 256) * 256
+  by_registers = REGISTERS_PER_SM // (per_warp * num_warps)
+  by_shared = SHARED_BYTES_PER_SM // shared if shared else by_registers
+  return min(by_registers, by_shared, WARPS_PER_SM // num_warps)
+
+
+def kernel_stats(path: str, num_warps: int) -> dict:
+  import triton  # pylint: disable=g-import-not-at-top
+  from triton.backends.compiler import GPUTarget  # pylint: disable=g-import-not-at-top
+  tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+  with tempfile.TemporaryDirectory() as scratch:
+    source = os.path.join(scratch, "kernel.ttir")
+    with open(path) as f, open(source, "w") as out:
+      out.write(_strip_locations(f.read()))
+    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": num_warps, "num_stages": 1})
+    ptx, cubin = os.path.join(scratch, "k.ptx"), os.path.join(scratch, "k.cubin")
+    with open(ptx, "w") as f:
+      f.write(kernel.asm["ptx"])
+    with open(cubin, "wb") as f:
+      f.write(kernel.asm["cubin"])
+    report = subprocess.run([os.path.join(tools, "ptxas"), "-arch=sm_90a", "-v", ptx, "-o",
+                             os.devnull], capture_output=True, text=True, check=True).stderr
+    sass = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", cubin], capture_output=True,
+                          text=True, check=True).stdout
+  registers = int(re.search(r"Used (\d+) registers", report).group(1))
+  spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
+  shared = kernel.metadata.shared
+  return {"kernel": os.path.basename(path), "registers": registers, "spill_bytes": spills,
+          "shared_bytes": shared,
+          "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", sass, re.M)),
+          "programs_per_sm": programs_per_sm(registers, shared, num_warps)}
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("directory")
+  parser.add_argument("--num_warps", type=int, default=4)
+  args = parser.parse_args()
+  print(f"{'kernel':32} {'regs':>5} {'spills':>7} {'shared':>7} {'instrs':>7} {'per SM':>7}")
+  for path in sorted(glob.glob(os.path.join(args.directory, "*.ttir"))):
+    s = kernel_stats(path, args.num_warps)
+    print(f"{s['kernel']:32} {s['registers']:>5} {s['spill_bytes']:>7} {s['shared_bytes']:>7} "
+          f"{s['instructions']:>7} {s['programs_per_sm']:>7}")
+
+
+if __name__ == "__main__":
+  main()
