@@ -192,9 +192,11 @@ def _scatter(ref, lead, rows, cols, values, valid):
                  mask=mask)
 
 
-def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
-  """Per row of tile `tile_index` of chunk `lead` = (c, bh), the sum over its segment of
-  slot-sorted entries [row_begin[i], row_begin[i + 1]), in `config.entry_sums`'s way.
+def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution, initial):
+  """Per row of tile `tile_index` of chunk `lead` = (c, bh), `initial` [row_tile, BD] plus
+  the sum over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in
+  `config.entry_sums`'s way. (Summing onto `initial` keeps one [row_tile, BD] array live
+  across the loop instead of two.)
 
   `contribution(entries, valid, store_at, by_row)` returns one [BD] row per entry: for a
   block of the tile's entries ("onehot", by_row False, added to their rows by a one-hot
@@ -207,7 +209,6 @@ def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
   rows = config.row_tile
   first_row = tile_index * rows
   num_entries = r[prefix + "entry_row"].shape[-1]
-  zeros = jnp.zeros((rows, config.block_cols), jnp.float32)
 
   def clamped(entries, valid):
     return jnp.where(valid, entries, num_entries - 1), jnp.where(valid, entries, num_entries)
@@ -221,7 +222,7 @@ def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
       safe, store_at = clamped(begin + k, valid)
       return acc + contribution(safe, valid, store_at, True)
 
-    return lax.fori_loop(0, jnp.max(end - begin), depth, zeros)
+    return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
 
   block = config.entry_block
   begin = r[prefix + "row_begin"][(*lead, first_row)]
@@ -237,7 +238,7 @@ def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution):
     return acc + onehot_matmul(local[None, :] == row_ids, contrib, pieces)
 
   num_blocks = (end - begin + block - 1) // block
-  return lax.fori_loop(0, num_blocks, body, zeros)
+  return lax.fori_loop(0, num_blocks, body, initial)
 
 
 def _program(r, block):
@@ -331,9 +332,10 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
     delta = gather_rows(delta_ref, here, token, cols, entry_valid)
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
-  sums = _row_tile_sums(r, "", here, tile_index, config, pieces, update)
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
-  _scatter(table, (bh,), row_slot, cols, decay[:, None] * written + sums, valid)
+  new_rows = _row_tile_sums(r, "", here, tile_index, config, pieces, update,
+                            decay[:, None] * written)
+  _scatter(table, (bh,), row_slot, cols, new_rows, valid)
 
 
 # --------------------------------------------------------------------------------- backward
@@ -400,8 +402,8 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
                      jnp.sum(start_rows * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = d_start + _row_tile_sums(r, "", here, tile_index, config, pieces,
-                                       start_estimate)
+    d_start = _row_tile_sums(r, "", here, tile_index, config, pieces, start_estimate,
+                             d_start)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid)
 
 
@@ -430,10 +432,11 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: in
                    jnp.sum(start_rows * d_out, axis=1), mask=entry_valid)
     return r["read_entry_coef"][c, bh, entries][:, None] * d_out
 
-  sums = _row_tile_sums(r, "read_", here, tile_index, config, pieces, read_cotangent)
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
-  _scatter(d_table, (bh,), row_slot, cols, current + sums, valid)
+  _scatter(d_table, (bh,), row_slot, cols,
+           _row_tile_sums(r, "read_", here, tile_index, config, pieces, read_cotangent,
+                          current), valid)
 
 
 # ------------------------------------------------------------------------------ host side
