@@ -1,24 +1,32 @@
-"""Writes the Triton IR of SDM's phase-2 kernels, lowered for CUDA on any machine (no GPU).
+"""Writes the Triton IR of a family of Pallas kernels, lowered for CUDA on any machine (no GPU).
 
   python -m experiments.triton_ir --out_dir=/tmp/ttir --tiling="entry_sums=segments"
+  python -m experiments.triton_ir --op=gdn --out_dir=/tmp/ttir_gdn --batch=4 --seq_len=256
+  python -m experiments.triton_ir --op=topk --out_dir=/tmp/ttir_topk --topk_sub_keys=512
   /path/to/triton-venv/bin/python experiments/triton_ir_stats.py /tmp/ttir
 
-Traces phase 2's forward and backward (shared error form, bf16 table) at the given shapes
-and tiling, lowers the program for the "cuda" platform, and writes one `NN_<kernel>.ttir`
-per Pallas kernel (what `pallas_call(..., debug=True)` prints, in launch order). With
+Traces the forward and backward of one op by its kernels (`--op`: "sdm", SDM's phase 2 in
+the shared error form with a bf16 table; "gdn", the chunked gated delta rule with its
+backward kernels, bf16; "topk", the product-key top-k, float32 scores) at the given shapes
+and tiling (`--tiling` over that family's KernelConfig), lowers the program for the "cuda"
+platform, and writes one `NN_<kernel>.ttir` per Pallas kernel (what `pallas_call(...,
+debug=True)` prints, in launch order). With
 Triton installed in a separate environment (the version the GPU's JAX uses),
 `triton_ir_stats.py` compiles those files for sm_90 and reports registers, spills, shared
 memory and instruction counts: a static check of a kernel change before any device time
-(it also catches primitives the Triton lowering lacks, at lowering here). The kernels'
-per-chunk shapes do not depend on T, so a short sequence gives the kernels of a long one.
+(it also catches primitives the Triton lowering lacks, at lowering here). The chunked
+kernels' per-chunk shapes do not depend on T, so a short sequence gives the kernels of a
+long one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
+from typing import NamedTuple
 from unittest import mock
 
 from absl import app
@@ -27,26 +35,74 @@ import jax
 from jax.experimental import pallas as pl
 import jax.numpy as jnp
 
+from pallas_kernels.gated_delta import chunk_pallas
+from pallas_kernels.product_key import topk_pallas
 from pallas_kernels.sparse_delta import scan_pallas
 from sdm_jax.evaluation import sdm_benchmarks
+from sdm_jax.evaluation import tiling
 from sdm_jax.training import records
 
+LAUNCH_FILE = "launch.json"  # {file name: {"num_warps", "num_stages"}}
+
+_OP = flags.DEFINE_enum("op", "sdm", ["sdm", "gdn", "topk"], "Which kernel family.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where the .ttir files go.", required=True)
-_BATCH = flags.DEFINE_integer("batch", 16, "Sequences (x heads: one head).")
+_BATCH = flags.DEFINE_integer("batch", 16, "Sequences (sdm: one head each; gdn: B).")
 _SEQ_LEN = flags.DEFINE_integer("seq_len", 256, "Tokens per sequence.")
 _SLOTS = flags.DEFINE_integer("sdm_slots", 16384, "Slots N (a perfect square).")
-_VALUE_DIM = flags.DEFINE_integer("value_dim", 512, "Dv.")
+_VALUE_DIM = flags.DEFINE_integer("value_dim", 512, "Dv (gdn: V).")
+_HEADS = flags.DEFINE_integer("heads", 4, "gdn: H.")
+_KEY_DIM = flags.DEFINE_integer("key_dim", 64, "gdn: K.")
+_TOPK_ROWS = flags.DEFINE_integer("topk_rows", 65536, "topk: rows of scores.")
+_TOPK_SUB_KEYS = flags.DEFINE_integer("topk_sub_keys", 512, "topk: S (2S scores per row).")
+_TOPK_K = flags.DEFINE_integer("topk_k", 32, "topk: k.")
 _WRITES = flags.DEFINE_integer("sdm_writes", 64, "W.")
 _READS = flags.DEFINE_integer("sdm_reads", 64, "R.")
-_CHUNK = flags.DEFINE_integer("chunk_size", 16, "C.")
+_CHUNK = flags.DEFINE_integer("chunk_size", 16, "C (sdm, gdn).")
 _TILING = flags.DEFINE_string("tiling", "default",
-                              "'default' or 'field=value;...' over scan_pallas.KernelConfig.")
+                              "'default' or 'field=value;...' over the family's KernelConfig "
+                              "(scan_pallas, chunk_pallas or topk_pallas).")
+
+
+class Kernel(NamedTuple):
+  name: str
+  ir: str          # the Triton IR module
+  num_warps: int   # what its pallas_call asked Triton for (the stats need it)
+  num_stages: int
+
+
+def _kernel_name(kernel) -> str:
+  while isinstance(kernel, functools.partial):
+    kernel = kernel.func
+  return getattr(kernel, "__name__", "")
+
+
+def lowered_modules(fn, *args) -> list[Kernel]:
+  """Every Pallas kernel in jit(fn)(*args) lowered for CUDA, in launch order. args may be
+  ShapeDtypeStructs."""
+  pallas_call = pl.pallas_call
+  launch = {}  # kernel name -> (num_warps, num_stages) of its pallas_call
+
+  def debug_call(kernel, *args, **kwargs):
+    params = kwargs.get("compiler_params")
+    launch[kwargs.get("name") or _kernel_name(kernel)] = (
+        getattr(params, "num_warps", None) or 4, getattr(params, "num_stages", None) or 3)
+    return pallas_call(kernel, *args, **{**kwargs, "debug": True})
+
+  printed = io.StringIO()
+  with mock.patch.object(pl, "pallas_call", debug_call), contextlib.redirect_stdout(printed):
+    jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",))
+  modules = re.findall(r"^module @\w+ \{\n.*?^\}[^\n]*$", printed.getvalue(), re.S | re.M)
+  kernels = []
+  for module in modules:
+    name = re.match(r"module @(\w+)", module).group(1)
+    kernels.append(Kernel(name, module + "\n", *launch.get(name, (4, 3))))
+  return kernels
 
 
 def kernel_ir(*, batch: int, seq_len: int, slots: int, value_dim: int, writes: int,
               reads: int, chunk_size: int, config: scan_pallas.KernelConfig
-              ) -> list[tuple[str, str]]:
-  """[(kernel name, Triton IR module text)] of phase 2's fwd+bwd, in launch order."""
+              ) -> list[Kernel]:
+  """SDM phase 2's fwd+bwd kernels (`lowered_modules`)."""
   args = sdm_benchmarks.make_inputs(
       jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=1, slots=slots,
       value_dim=value_dim, writes=writes, reads=reads, dtype=jnp.bfloat16,
@@ -61,31 +117,65 @@ def kernel_ir(*, batch: int, seq_len: int, slots: int, value_dim: int, writes: i
                                      error="shared", config=config, interpret=False)
     return jnp.sum(out)
 
-  pallas_call = pl.pallas_call
-  printed = io.StringIO()
-  with mock.patch.object(pl, "pallas_call",
-                         lambda *a, **k: pallas_call(*a, **{**k, "debug": True})), \
-       contextlib.redirect_stdout(printed):
-    jax.jit(jax.grad(loss, argnums=(0, 1))).trace(memory, plan.coefs, plan.ids).lower(
-        lowering_platforms=("cuda",))
-  modules = re.findall(r"^module @\w+ \{\n.*?^\}[^\n]*$", printed.getvalue(), re.S | re.M)
-  return [(re.match(r"module @(\w+)", m).group(1), m + "\n") for m in modules]
+  return lowered_modules(jax.grad(loss, argnums=(0, 1)), memory, plan.coefs, plan.ids)
+
+
+def gdn_kernel_ir(*, batch: int, seq_len: int, heads: int, key_dim: int, value_dim: int,
+                  chunk_size: int, config: chunk_pallas.KernelConfig) -> list[Kernel]:
+  """The gated delta rule's fwd+bwd kernels (bf16 inputs, float32 state)."""
+  shape = lambda *dims, dtype=jnp.bfloat16: jax.ShapeDtypeStruct(dims, dtype)  # noqa: E731
+  tokens = (batch, seq_len, heads)
+  args = (shape(*tokens, key_dim), shape(*tokens, key_dim), shape(*tokens, value_dim),
+          shape(*tokens, dtype=jnp.float32), shape(*tokens),
+          shape(batch, heads, key_dim, value_dim, dtype=jnp.float32))
+
+  def loss(*args):
+    out, final = chunk_pallas.gated_delta_rule(
+        *args, scale=key_dim ** -0.5, chunk_size=chunk_size, config=config, interpret=False)
+    return jnp.sum(out.astype(jnp.float32)) + jnp.sum(final)
+
+  return lowered_modules(jax.grad(loss, argnums=tuple(range(6))), *args)
+
+
+def topk_kernel_ir(*, rows: int, sub_keys: int, k: int, config: topk_pallas.KernelConfig
+                   ) -> list[Kernel]:
+  """The product-key top-k's kernel (its backward is a scatter in XLA)."""
+  def loss(scores):
+    _, logits = topk_pallas.product_key_topk(scores, k, config=config, interpret=False)
+    return jnp.sum(logits)
+
+  return lowered_modules(jax.grad(loss),
+                         jax.ShapeDtypeStruct((rows, 2 * sub_keys), jnp.float32))
 
 
 def main(argv):
   del argv
-  config = sdm_benchmarks.parse_tiling(_TILING.value, _VALUE_DIM.value)
-  modules = kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,
-                      value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
-                      chunk_size=_CHUNK.value, config=config)
+  if _OP.value == "sdm":
+    config = sdm_benchmarks.parse_tiling(_TILING.value, _VALUE_DIM.value)
+    modules = kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,
+                        value_dim=_VALUE_DIM.value, writes=_WRITES.value,
+                        reads=_READS.value, chunk_size=_CHUNK.value, config=config)
+  elif _OP.value == "gdn":
+    config = tiling.parse_tiling(_TILING.value, chunk_pallas.default_config(_VALUE_DIM.value))
+    modules = gdn_kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
+                            key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value,
+                            chunk_size=_CHUNK.value, config=config)
+  else:
+    config = tiling.parse_tiling(_TILING.value, topk_pallas.KernelConfig())
+    modules = topk_kernel_ir(rows=_TOPK_ROWS.value, sub_keys=_TOPK_SUB_KEYS.value,
+                             k=_TOPK_K.value, config=config)
   os.makedirs(_OUT_DIR.value, exist_ok=True)
-  written = []
-  for index, (name, text) in enumerate(modules):
-    written.append(f"{index:02d}_{name}.ttir")
+  written, launch = [], {}
+  for index, kernel in enumerate(modules):
+    written.append(f"{index:02d}_{kernel.name}.ttir")
+    launch[written[-1]] = {"num_warps": kernel.num_warps, "num_stages": kernel.num_stages}
     with open(os.path.join(_OUT_DIR.value, written[-1]), "w") as f:
-      f.write(text)
-  print(records.dumps({"out_dir": _OUT_DIR.value, "config": config._asdict(),
-                       "files": written}))
+      f.write(kernel.ir)
+  # What each kernel asks Triton for, read by triton_ir_stats.py.
+  with open(os.path.join(_OUT_DIR.value, LAUNCH_FILE), "w") as f:
+    f.write(records.dumps(launch))
+  print(records.dumps({"op": _OP.value, "out_dir": _OUT_DIR.value,
+                       "config": config._asdict(), "files": written}))
 
 
 if __name__ == "__main__":

@@ -8,13 +8,15 @@ triton==3.6.0` in its own environment) and reads every `*.ttir` in DIR, such as
 bundled `ptxas -v`), shared memory, SASS instruction count (`nvdisasm`), and how many
 programs fit on one H100/H200 multiprocessor at once (65,536 registers, 228 KB of shared
 memory, 64 warps): for latency-bound gathers that residency is what hides the loads. A
-static estimate, not a timing. num_warps must be what the kernels were configured with.
+static estimate, not a timing. Each kernel compiles with the warps and pipeline stages its
+pallas_call asked for, from DIR/launch.json (written by triton_ir.py), else the flags.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import re
 import subprocess
@@ -41,7 +43,7 @@ def programs_per_sm(registers: int, shared: int, num_warps: int) -> int:
   return min(by_registers, by_shared, WARPS_PER_SM // num_warps)
 
 
-def kernel_stats(path: str, num_warps: int) -> dict:
+def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
   import triton  # pylint: disable=g-import-not-at-top
   from triton.backends.compiler import GPUTarget  # pylint: disable=g-import-not-at-top
   tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
@@ -50,7 +52,7 @@ def kernel_stats(path: str, num_warps: int) -> dict:
     with open(path) as f, open(source, "w") as out:
       out.write(_strip_locations(f.read()))
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": num_warps, "num_stages": 1})
+                            options={"num_warps": num_warps, "num_stages": num_stages})
     ptx, cubin = os.path.join(scratch, "k.ptx"), os.path.join(scratch, "k.cubin")
     with open(ptx, "w") as f:
       f.write(kernel.asm["ptx"])
@@ -63,22 +65,32 @@ def kernel_stats(path: str, num_warps: int) -> dict:
   registers = int(re.search(r"Used (\d+) registers", report).group(1))
   spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
   shared = kernel.metadata.shared
-  return {"kernel": os.path.basename(path), "registers": registers, "spill_bytes": spills,
+  return {"kernel": os.path.basename(path), "num_warps": num_warps,
+          "registers": registers, "spill_bytes": spills,
           "shared_bytes": shared,
-          "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", sass, re.M)),
+          "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
           "programs_per_sm": programs_per_sm(registers, shared, num_warps)}
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("directory")
-  parser.add_argument("--num_warps", type=int, default=4)
+  parser.add_argument("--num_warps", type=int, default=4, help="without launch.json")
+  parser.add_argument("--num_stages", type=int, default=1, help="without launch.json")
   args = parser.parse_args()
-  print(f"{'kernel':32} {'regs':>5} {'spills':>7} {'shared':>7} {'instrs':>7} {'per SM':>7}")
+  launch_file = os.path.join(args.directory, "launch.json")
+  launch = {}
+  if os.path.exists(launch_file):
+    with open(launch_file) as f:
+      launch = json.load(f)
+  print(f"{'kernel':32} {'warps':>5} {'regs':>5} {'spills':>7} {'shared':>7} {'instrs':>7} "
+        f"{'per SM':>7}")
   for path in sorted(glob.glob(os.path.join(args.directory, "*.ttir"))):
-    s = kernel_stats(path, args.num_warps)
-    print(f"{s['kernel']:32} {s['registers']:>5} {s['spill_bytes']:>7} {s['shared_bytes']:>7} "
-          f"{s['instructions']:>7} {s['programs_per_sm']:>7}")
+    asked = launch.get(os.path.basename(path), {})
+    s = kernel_stats(path, asked.get("num_warps", args.num_warps),
+                     asked.get("num_stages", args.num_stages))
+    print(f"{s['kernel']:32} {s['num_warps']:>5} {s['registers']:>5} {s['spill_bytes']:>7} "
+          f"{s['shared_bytes']:>7} {s['instructions']:>7} {s['programs_per_sm']:>7}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The Triton IR dump of the phase-2 kernels (lowered for CUDA on CPU) and the parts of its
+"""The Triton IR dump of the kernel families (lowered for CUDA on CPU) and the parts of its
 stats script that need no Triton."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import pytest
 
 from experiments import triton_ir
 from experiments import triton_ir_stats
+from pallas_kernels.gated_delta import chunk_pallas
+from pallas_kernels.product_key import topk_pallas
 from pallas_kernels.sparse_delta import scan_pallas
 
 TINY = dict(batch=1, seq_len=32, slots=256, value_dim=32, writes=4, reads=4, chunk_size=16)
@@ -18,16 +20,28 @@ TINY = dict(batch=1, seq_len=32, slots=256, value_dim=32, writes=4, reads=4, chu
 @pytest.mark.parametrize("entry_sums", scan_pallas.ENTRY_SUMS)
 def test_every_phase2_kernel_lowers_to_one_module(entry_sums):
   config = scan_pallas.default_config(32)._replace(entry_sums=entry_sums)
-  modules = triton_ir.kernel_ir(config=config, **TINY)
-  assert [name for name, _ in modules] == [
+  kernels = triton_ir.kernel_ir(config=config, **TINY)
+  assert [kernel.name for kernel in kernels] == [
       "fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel", "bwd_gather_kernel",
       "bwd_dense_kernel", "bwd_written_kernel", "bwd_read_kernel"]
-  for name, text in modules:
-    assert text.startswith(f"module @{name} {{") and f"tt.func public @{name}" in text
-    stripped = triton_ir_stats._strip_locations(text)  # pylint: disable=protected-access
+  for kernel in kernels:
+    assert kernel.ir.startswith(f"module @{kernel.name} {{")
+    assert f"tt.func public @{kernel.name}" in kernel.ir
+    assert (kernel.num_warps, kernel.num_stages) == (config.num_warps, config.num_stages)
+    stripped = triton_ir_stats._strip_locations(kernel.ir)  # pylint: disable=protected-access
     assert "#loc" not in stripped and "[unknown]" not in stripped
-  one_hot = [text for name, text in modules if name == "fwd_scatter_kernel"][0]
-  assert ("tt.dot" in one_hot) == (entry_sums == "onehot")  # segments sum without matmuls
+  scatter = [kernel.ir for kernel in kernels if kernel.name == "fwd_scatter_kernel"][0]
+  assert ("tt.dot" in scatter) == (entry_sums == "onehot")  # segments sum without matmuls
+
+
+def test_the_gdn_and_topk_kernels_lower_too():
+  config = chunk_pallas.default_config(32)
+  kernels = triton_ir.gdn_kernel_ir(batch=1, seq_len=32, heads=1, key_dim=16, value_dim=32,
+                                    chunk_size=16, config=config)
+  assert len(kernels) == 6 and all(k.ir.startswith("module @") for k in kernels)
+  assert max(k.num_warps for k in kernels) == config.backward_warps
+  topk = triton_ir.topk_kernel_ir(rows=8, sub_keys=16, k=4, config=topk_pallas.KernelConfig())
+  assert len(topk) == 1 and topk[0].num_warps == topk_pallas.KernelConfig().num_warps
 
 
 def test_residency_follows_registers_shared_memory_and_warps():
@@ -40,9 +54,9 @@ def test_residency_follows_registers_shared_memory_and_warps():
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs Triton")
 def test_stats_compile_a_dumped_kernel(tmp_path):
   config = scan_pallas.default_config(32)
-  name, text = triton_ir.kernel_ir(config=config, **TINY)[2]
-  path = os.path.join(tmp_path, f"02_{name}.ttir")
+  kernel = triton_ir.kernel_ir(config=config, **TINY)[2]
+  path = os.path.join(tmp_path, f"02_{kernel.name}.ttir")
   with open(path, "w") as f:
-    f.write(text)
+    f.write(kernel.ir)
   stats = triton_ir_stats.kernel_stats(path, config.num_warps)
   assert stats["registers"] > 0 and stats["instructions"] > 0 and stats["programs_per_sm"] >= 1
