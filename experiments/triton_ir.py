@@ -10,8 +10,8 @@ the shared error form with a bf16 table; "gdn", the chunked gated delta rule wit
 backward kernels, bf16; "topk", the product-key top-k, float32 scores) at the given shapes
 and tiling (`--tiling` over that family's KernelConfig), lowers the program for the "cuda"
 platform, and writes one `NN_<kernel>.ttir` per Pallas kernel (what `pallas_call(...,
-debug=True)` prints, in launch order). With
-Triton installed in a separate environment (the version the GPU's JAX uses),
+debug=True)` prints, in launch order) and `launch.json` (each kernel's warps and stages).
+With Triton installed in a separate environment (the version the GPU's JAX uses),
 `triton_ir_stats.py` compiles those files for sm_90 and reports registers, spills, shared
 memory and instruction counts: a static check of a kernel change before any device time
 (it also catches primitives the Triton lowering lacks, at lowering here). The chunked
@@ -48,15 +48,15 @@ _OP = flags.DEFINE_enum("op", "sdm", ["sdm", "gdn", "topk"], "Which kernel famil
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where the .ttir files go.", required=True)
 _BATCH = flags.DEFINE_integer("batch", 16, "Sequences (sdm: one head each; gdn: B).")
 _SEQ_LEN = flags.DEFINE_integer("seq_len", 256, "Tokens per sequence.")
-_SLOTS = flags.DEFINE_integer("sdm_slots", 16384, "Slots N (a perfect square).")
+_SLOTS = flags.DEFINE_integer("sdm_slots", 16384, "sdm: slots N (a perfect square).")
+_WRITES = flags.DEFINE_integer("sdm_writes", 64, "sdm: W.")
+_READS = flags.DEFINE_integer("sdm_reads", 64, "sdm: R.")
 _VALUE_DIM = flags.DEFINE_integer("value_dim", 512, "Dv (gdn: V).")
 _HEADS = flags.DEFINE_integer("heads", 4, "gdn: H.")
 _KEY_DIM = flags.DEFINE_integer("key_dim", 64, "gdn: K.")
 _TOPK_ROWS = flags.DEFINE_integer("topk_rows", 65536, "topk: rows of scores.")
 _TOPK_SUB_KEYS = flags.DEFINE_integer("topk_sub_keys", 512, "topk: S (2S scores per row).")
 _TOPK_K = flags.DEFINE_integer("topk_k", 32, "topk: k.")
-_WRITES = flags.DEFINE_integer("sdm_writes", 64, "W.")
-_READS = flags.DEFINE_integer("sdm_reads", 64, "R.")
 _CHUNK = flags.DEFINE_integer("chunk_size", 16, "C (sdm, gdn).")
 _TILING = flags.DEFINE_string("tiling", "default",
                               "'default' or 'field=value;...' over the family's KernelConfig "
@@ -64,6 +64,7 @@ _TILING = flags.DEFINE_string("tiling", "default",
 
 
 class Kernel(NamedTuple):
+  """One lowered Pallas kernel."""
   name: str
   ir: str          # the Triton IR module
   num_warps: int   # what its pallas_call asked Triton for (the stats need it)
@@ -99,9 +100,9 @@ def lowered_modules(fn, *args) -> list[Kernel]:
   return kernels
 
 
-def kernel_ir(*, batch: int, seq_len: int, slots: int, value_dim: int, writes: int,
-              reads: int, chunk_size: int, config: scan_pallas.KernelConfig
-              ) -> list[Kernel]:
+def sdm_kernel_ir(*, batch: int, seq_len: int, slots: int, value_dim: int, writes: int,
+                  reads: int, chunk_size: int, config: scan_pallas.KernelConfig
+                  ) -> list[Kernel]:
   """SDM phase 2's fwd+bwd kernels (`lowered_modules`)."""
   args = sdm_benchmarks.make_inputs(
       jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=1, slots=slots,
@@ -152,9 +153,9 @@ def main(argv):
   del argv
   if _OP.value == "sdm":
     config = sdm_benchmarks.parse_tiling(_TILING.value, _VALUE_DIM.value)
-    modules = kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,
-                        value_dim=_VALUE_DIM.value, writes=_WRITES.value,
-                        reads=_READS.value, chunk_size=_CHUNK.value, config=config)
+    modules = sdm_kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,
+                            value_dim=_VALUE_DIM.value, writes=_WRITES.value,
+                            reads=_READS.value, chunk_size=_CHUNK.value, config=config)
   elif _OP.value == "gdn":
     config = tiling.parse_tiling(_TILING.value, chunk_pallas.default_config(_VALUE_DIM.value))
     modules = gdn_kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,

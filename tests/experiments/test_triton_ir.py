@@ -20,7 +20,7 @@ TINY = dict(batch=1, seq_len=32, slots=256, value_dim=32, writes=4, reads=4, chu
 @pytest.mark.parametrize("entry_sums", scan_pallas.ENTRY_SUMS)
 def test_every_phase2_kernel_lowers_to_one_module(entry_sums):
   config = scan_pallas.default_config(32)._replace(entry_sums=entry_sums)
-  kernels = triton_ir.kernel_ir(config=config, **TINY)
+  kernels = triton_ir.sdm_kernel_ir(config=config, **TINY)
   assert [kernel.name for kernel in kernels] == [
       "fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel", "bwd_gather_kernel",
       "bwd_dense_kernel", "bwd_written_kernel", "bwd_read_kernel"]
@@ -54,7 +54,7 @@ def test_residency_follows_registers_shared_memory_and_warps():
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs Triton")
 def test_stats_compile_a_dumped_kernel(tmp_path):
   config = scan_pallas.default_config(32)
-  kernel = triton_ir.kernel_ir(config=config, **TINY)[2]
+  kernel = triton_ir.sdm_kernel_ir(config=config, **TINY)[2]
   path = os.path.join(tmp_path, f"02_{kernel.name}.ttir")
   with open(path, "w") as f:
     f.write(kernel.ir)
