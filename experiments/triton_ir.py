@@ -6,10 +6,12 @@
   /path/to/triton-venv/bin/python experiments/triton_ir_stats.py /tmp/ttir
 
 Traces the forward and backward of one op by its kernels (`--op`: "sdm", SDM's phase 2 in
-the shared error form with a bf16 table; "gdn", the chunked gated delta rule with its
-backward kernels, bf16; "topk", the product-key top-k, float32 scores) at the given shapes
-and tiling (`--tiling` over that family's KernelConfig), lowers the program for the "cuda"
-platform, and writes one `NN_<kernel>.ttir` per Pallas kernel (what `pallas_call(...,
+the shared error form with a bf16 table; "sdm_layer", the whole SDM layer as it runs on a
+GPU (projections, the top-k kernel, phase 1 with its pair-weight kernel, phase 2), bf16;
+"gdn", the chunked gated delta rule with its backward kernels, bf16; "topk", the
+product-key top-k, float32 scores) at the given shapes and tiling (`--tiling` over that
+family's KernelConfig; not for sdm_layer), lowers the program for the "cuda" platform
+(with `platform.on_gpu` answering True, so every op picks what it picks on a GPU), and writes one `NN_<kernel>.ttir` per Pallas kernel (what `pallas_call(...,
 debug=True)` prints, in launch order) and `launch.json` (each kernel's warps and stages).
 With Triton installed in a separate environment (the version the GPU's JAX uses),
 `triton_ir_stats.py` compiles those files for sm_90 and reports registers, spills, shared
@@ -35,22 +37,26 @@ import jax
 from jax.experimental import pallas as pl
 import jax.numpy as jnp
 
+from pallas_kernels import platform
 from pallas_kernels.gated_delta import chunk_pallas
 from pallas_kernels.product_key import topk_pallas
 from pallas_kernels.sparse_delta import scan_pallas
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import tiling
+from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
 from sdm_jax.training import records
 
 LAUNCH_FILE = "launch.json"  # {file name: {"num_warps", "num_stages"}}
 
-_OP = flags.DEFINE_enum("op", "sdm", ["sdm", "gdn", "topk"], "Which kernel family.")
+_OP = flags.DEFINE_enum("op", "sdm", ["sdm", "sdm_layer", "gdn", "topk"],
+                        "Which kernel family (or the SDM layer's kernels).")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where the .ttir files go.", required=True)
 _BATCH = flags.DEFINE_integer("batch", 16, "Sequences (sdm: one head each; gdn: B).")
 _SEQ_LEN = flags.DEFINE_integer("seq_len", 256, "Tokens per sequence.")
 _SLOTS = flags.DEFINE_integer("sdm_slots", 16384, "sdm: slots N (a perfect square).")
 _WRITES = flags.DEFINE_integer("sdm_writes", 64, "sdm: W.")
 _READS = flags.DEFINE_integer("sdm_reads", 64, "sdm: R.")
+_MODEL_DIM = flags.DEFINE_integer("model_dim", 512, "sdm_layer: d (one head: Dv = d).")
 _VALUE_DIM = flags.DEFINE_integer("value_dim", 512, "Dv (gdn: V).")
 _HEADS = flags.DEFINE_integer("heads", 4, "gdn: H.")
 _KEY_DIM = flags.DEFINE_integer("key_dim", 64, "gdn: K.")
@@ -90,7 +96,8 @@ def lowered_modules(fn, *args) -> list[Kernel]:
     return pallas_call(kernel, *args, **{**kwargs, "debug": True})
 
   printed = io.StringIO()
-  with mock.patch.object(pl, "pallas_call", debug_call), contextlib.redirect_stdout(printed):
+  with mock.patch.object(pl, "pallas_call", debug_call), \
+       mock.patch.object(platform, "on_gpu", lambda: True), contextlib.redirect_stdout(printed):
     jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",))
   modules = re.findall(r"^module @\w+ \{\n.*?^\}[^\n]*$", printed.getvalue(), re.S | re.M)
   kernels = []
@@ -119,6 +126,24 @@ def sdm_kernel_ir(*, batch: int, seq_len: int, slots: int, value_dim: int, write
     return jnp.sum(out)
 
   return lowered_modules(jax.grad(loss, argnums=(0, 1)), memory, plan.coefs, plan.ids)
+
+
+def sdm_layer_kernel_ir(*, batch: int, seq_len: int, model_dim: int, slots: int,
+                        writes: int, reads: int, chunk_size: int) -> list[Kernel]:
+  """The SDM layer's fwd+bwd kernels as a GPU runs it (impl "auto", bf16 activations,
+  gradients w.r.t. every parameter and the input)."""
+  layer = SparseDeltaMemory(model_dim=model_dim, num_heads=1, num_slots=slots,
+                            num_writes=writes, num_reads=reads, chunk_size=chunk_size,
+                            dtype=jnp.bfloat16)
+  x = jax.ShapeDtypeStruct((batch, seq_len, model_dim), jnp.bfloat16)
+  positions = jnp.arange(seq_len)
+  with mock.patch.object(platform, "on_gpu", lambda: True):
+    params = jax.eval_shape(layer.init, jax.random.PRNGKey(0), x, positions)
+
+  def loss(params, x):
+    return jnp.sum(layer.apply(params, x, positions).astype(jnp.float32))
+
+  return lowered_modules(jax.grad(loss, argnums=(0, 1)), params, x)
 
 
 def gdn_kernel_ir(*, batch: int, seq_len: int, heads: int, key_dim: int, value_dim: int,
@@ -156,6 +181,12 @@ def main(argv):
     modules = sdm_kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,
                             value_dim=_VALUE_DIM.value, writes=_WRITES.value,
                             reads=_READS.value, chunk_size=_CHUNK.value, config=config)
+  elif _OP.value == "sdm_layer":
+    config = None
+    modules = sdm_layer_kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value,
+                                  model_dim=_MODEL_DIM.value, slots=_SLOTS.value,
+                                  writes=_WRITES.value, reads=_READS.value,
+                                  chunk_size=_CHUNK.value)
   elif _OP.value == "gdn":
     config = tiling.parse_tiling(_TILING.value, chunk_pallas.default_config(_VALUE_DIM.value))
     modules = gdn_kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
@@ -176,7 +207,7 @@ def main(argv):
   with open(os.path.join(_OUT_DIR.value, LAUNCH_FILE), "w") as f:
     f.write(records.dumps(launch))
   print(records.dumps({"op": _OP.value, "out_dir": _OUT_DIR.value,
-                       "config": config._asdict(), "files": written}))
+                       "config": config and config._asdict(), "files": written}))
 
 
 if __name__ == "__main__":

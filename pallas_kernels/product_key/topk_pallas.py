@@ -267,6 +267,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
                              per_half=per_half, parts=parts, config=config)
   idx, logits = pl.pallas_call(
       kernel,
+      name="product_key_topk_kernel",  # names the kernel in profiles
       out_shape=[jax.ShapeDtypeStruct((num_rows, k), jnp.int32),
                  jax.ShapeDtypeStruct((num_rows, k), scores.dtype)],
       grid=(pl.cdiv(num_rows, config.block_rows),),

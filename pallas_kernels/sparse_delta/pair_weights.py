@@ -127,6 +127,7 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
   names = list(inputs) + list(outputs)
   results = pl.pallas_call(
       functools.partial(_bwd_kernel, names=names, strict=strict, config=config),
+      name="pair_weights_bwd_kernel",  # names the kernel in profiles
       out_shape=list(outputs.values()),
       grid=(n, rows // config.row_tile),
       interpret=interpret,

@@ -34,6 +34,18 @@ def test_every_phase2_kernel_lowers_to_one_module(entry_sums):
   assert ("tt.dot" in scatter) == (entry_sums == "onehot")  # segments sum without matmuls
 
 
+def test_the_layer_lowers_as_on_a_gpu():
+  """Under the GPU's choices the layer runs phase 1's pair-weight kernel (twice in the
+  backward: QK and A) besides phase 2's seven; at 32 rows the top-k stays in XLA."""
+  kernels = triton_ir.sdm_layer_kernel_ir(batch=1, seq_len=32, model_dim=32, slots=256,
+                                          writes=4, reads=4, chunk_size=16)
+  names = [kernel.name for kernel in kernels]
+  assert names[:7] == ["fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel",
+                       "bwd_gather_kernel", "bwd_dense_kernel", "bwd_written_kernel",
+                       "bwd_read_kernel"]
+  assert names[7:] == ["pair_weights_bwd_kernel"] * 2
+
+
 def test_the_gdn_and_topk_kernels_lower_too():
   config = chunk_pallas.default_config(32)
   kernels = triton_ir.gdn_kernel_ir(batch=1, seq_len=32, heads=1, key_dim=16, value_dim=32,
@@ -41,7 +53,8 @@ def test_the_gdn_and_topk_kernels_lower_too():
   assert len(kernels) == 6 and all(k.ir.startswith("module @") for k in kernels)
   assert max(k.num_warps for k in kernels) == config.backward_warps
   topk = triton_ir.topk_kernel_ir(rows=8, sub_keys=16, k=4, config=topk_pallas.KernelConfig())
-  assert len(topk) == 1 and topk[0].num_warps == topk_pallas.KernelConfig().num_warps
+  assert [k.name for k in topk] == ["product_key_topk_kernel"]
+  assert topk[0].num_warps == topk_pallas.KernelConfig().num_warps
 
 
 def test_residency_follows_registers_shared_memory_and_warps():
