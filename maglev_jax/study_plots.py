@@ -176,18 +176,24 @@ def _clip_outliers(points: list[tuple[Any, float, float, str | None]],
   low, high = min(near + [swa_bpb]), max(near + [swa_bpb])
   top = high + 0.15 * (high - low) + 1e-3
   points[0][0].set_ylim(low - 0.05 * (high - low) - 1e-3, top)
-  off_scale: dict[tuple[Any, Any], list[tuple[float, float]]] = collections.defaultdict(list)
+  lines: dict[tuple[Any, str], list[tuple[float, float]]] = collections.defaultdict(list)
   for axes, x, bpb, label in points:
-    if bpb > top:
-      off_scale[(axes, label if label is not None else (x, bpb))].append((x, bpb))
-  for (axes, label), xy in off_scale.items():
-    values = [bpb for _, bpb in xy]
-    text = (f"{values[0]:.2f}" if isinstance(label, tuple) else
-            f"{label}: {min(values):.2f}-{max(values):.2f}" if len(values) > 1 else
-            f"{label}: {values[0]:.2f}")
-    axes.annotate(f"{text} (off scale)", (xy[0][0], top), xytext=(0, -12),
-                  textcoords="offset points", ha="left" if xy[0][0] == 0 else "center",
-                  fontsize=7, arrowprops=dict(arrowstyle="->", linewidth=0.8))
+    if bpb <= top:
+      continue
+    if label is None:
+      _note_at_top(axes, x, top, f"{bpb:.2f}")
+    else:
+      lines[(axes, label)].append((x, bpb))
+  for (axes, label), off_scale in lines.items():  # a line named once, at its first point
+    values = [bpb for _, bpb in off_scale]
+    span = (f"{min(values):.2f}-{max(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}")
+    _note_at_top(axes, off_scale[0][0], top, f"{label}: {span}")
+
+
+def _note_at_top(axes, x: float, top: float, text: str) -> None:
+  axes.annotate(f"{text} (off scale)", (x, top), xytext=(0, -12), textcoords="offset points",
+                ha="left" if x == 0 else "center", fontsize=7,
+                arrowprops=dict(arrowstyle="->", linewidth=0.8))
 
 
 def _number(value: float | None, digits: int = 4) -> str:

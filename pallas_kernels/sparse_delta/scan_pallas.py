@@ -57,7 +57,7 @@ MAX_CHUNK = 256
 
 
 class KernelConfig(NamedTuple):
-  """Tiling of the phase-2 kernels (all powers of two)."""
+  """Tiling of the phase-2 kernels (the int fields powers of two; `check_config`)."""
   block_cols: int = 64      # BD: value columns per program
   row_tile: int = 64        # rows (slots) per program of the scatter kernels
   entry_block: int = 64     # slot-sorted entries per one-hot matmul
