@@ -1,6 +1,6 @@
 """Writes the Triton IR of a family of Pallas kernels, lowered for CUDA on any machine (no GPU).
 
-  python -m experiments.triton_ir --out_dir=/tmp/ttir --tiling="entry_sums=segments"
+  python -m experiments.triton_ir --out_dir=/tmp/ttir --tiling="row_tile=64"
   python -m experiments.triton_ir --op=gdn --out_dir=/tmp/ttir_gdn --batch=4 --seq_len=256
   python -m experiments.triton_ir --op=topk --out_dir=/tmp/ttir_topk --topk_sub_keys=512
   /path/to/triton-venv/bin/python experiments/triton_ir_stats.py /tmp/ttir

@@ -2,7 +2,7 @@
 
 A chunk's new row for slot s sums the updates of every token that wrote s; the read
 cotangents of s likewise sum over every token that read s. The kernels form those sums
-with small one-hot matmuls over entries sorted by slot:
+over entries sorted by slot, each program owning a tile of rows:
 
 * Entries (one per (token, write) or (token, read)) are sorted by slot, ties by token. The
   run of entries of one slot is a *segment*, and each segment is one *row* of the

@@ -16,7 +16,7 @@ with E = causal exp(l - L). XLA forms dK and dL as scatter-adds of float32 [C, X
 tensors for all chunks at once: at `sdm_small`'s layer on the H200 they held 3.7 of the
 5.2 GiB peak and, with their layout transposes, took about 3 ms. The kernel instead walks
 the slot-sorted entries of each row tile (phase 1's sorts, `ChunkIds.write_order` and
-`read_order`) and sums them with one-hot matmuls, as the phase-2 kernels do: nothing of
+`read_order`) and sums them with one-hot matmuls (`onehot.py`): nothing of
 size [C, X, C] reaches memory, and no two programs write the same row, so no atomics.
 """
 
@@ -33,7 +33,8 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.sparse_delta import layout
-from pallas_kernels.sparse_delta.scan_pallas import gather_rows, onehot_matmul
+from pallas_kernels.sparse_delta.onehot import onehot_matmul
+from pallas_kernels.sparse_delta.scan_pallas import gather_rows
 
 BACKWARDS = ("xla", "pallas")
 

@@ -12,12 +12,14 @@ forward runs three kernels, each over thousands of programs:
            uc[u,s] delta[u], and a snapshot of the overwritten rows for the backward
 
 The scatter sums over the tokens that wrote a slot, over slot-sorted entries (`layout.py`):
-by one-hot matmuls over blocks of entries or segment by segment (`KernelConfig.entry_sums`,
-`ENTRY_SUMS`); each slot belongs to one row tile, so no two programs write the same
-bytes and nothing needs atomics. The backward walks the chunks in reverse with four
-kernels: gather (per token, the end-of-chunk cotangent of its written rows), dense
-(d_delta = QK^T d_out + ..., d_y = S^T d_delta), written rows (restore the snapshot, the
-start-of-chunk cotangent of each written slot) and read rows (d_table[s] += sum rc d_out).
+each program holds a tile of rows (slots) and adds, step by step, the k-th entry of every
+row's own segment in float32; each slot belongs to one row tile, so no two programs write
+the same bytes and nothing needs atomics. (Summing blocks of entries into their rows by
+one-hot matmuls, the first way, made phase 2 1.2-1.3x slower on the H200: WORKSPACE.md.)
+The backward walks the chunks in reverse with four kernels: gather (per token, the
+end-of-chunk cotangent of its written rows), dense (d_delta = QK^T d_out + ..., d_y = S^T
+d_delta), written rows (restore the snapshot, the start-of-chunk cotangent of each written
+slot) and read rows (d_table[s] += sum rc d_out).
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
@@ -31,9 +33,7 @@ dependent gathers each. See WORKSPACE.md.)
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
-every sum accumulates in float32. The one-hot matmuls split their float32 operand into 2 (bf16
-table) or 3 (float32 table) bfloat16 pieces, so they are as exact as the storage (segment
-sums add in float32); the C x C products use TF32x3 (about float32).
+every sum accumulates in float32; the C x C products use TF32x3 (about float32).
 """
 
 from __future__ import annotations
@@ -59,20 +59,10 @@ MAX_CHUNK = 256
 class KernelConfig(NamedTuple):
   """Tiling of the phase-2 kernels (the int fields powers of two; `check_config`)."""
   block_cols: int = 64      # BD: value columns per program
-  row_tile: int = 64        # rows (slots) per program of the scatter kernels
-  entry_block: int = 64     # slot-sorted entries per one-hot matmul
+  row_tile: int = 32        # rows (slots) per program of the row-tile kernels
   group_entries: int = 128  # token-major entries per program of the gather kernels
   num_warps: int = 4
   num_stages: int = 1       # Triton software pipelining of the kernels' loops (1: none)
-  entry_sums: str = "onehot"  # how row tiles sum their entries (ENTRY_SUMS)
-
-
-# How a row-tile kernel sums the entries of its rows' segments:
-#   "onehot":   blocks of `entry_block` slot-sorted entries, each added to its row by a
-#               one-hot matmul (bf16 tensor cores; cost per block, whatever the reuse);
-#   "segments": depth by depth, row i taking the k-th entry of its own segment at step k,
-#               as many steps as the tile's longest segment (no matmul; float32 sums).
-ENTRY_SUMS = ("onehot", "segments")
 
 
 def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
@@ -99,17 +89,12 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
-  check_power_of_two_fields(config, ("block_cols", "row_tile", "entry_block",
-                                     "group_entries", "num_warps"))
+  check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
   if value_dim % config.block_cols:
     raise ValueError(f"KernelConfig.block_cols must divide Dv = {value_dim}, "
                      f"got {config.block_cols}")
-  for name in ("block_cols", "row_tile", "entry_block"):
-    if getattr(config, name) < 16:  # one-hot matmul dimensions (Triton's dot minimum)
-      raise ValueError(f"KernelConfig.{name} must be >= 16, got {getattr(config, name)}")
-  if config.entry_sums not in ENTRY_SUMS:
-    raise ValueError(f"KernelConfig.entry_sums must be one of {ENTRY_SUMS}, "
-                     f"got {config.entry_sums!r}")
+  if config.block_cols < 16:  # the C x C products' N dimension (Triton's dot minimum)
+    raise ValueError(f"KernelConfig.block_cols must be >= 16, got {config.block_cols}")
 
 
 def default_config(value_dim: int) -> KernelConfig:
@@ -138,22 +123,6 @@ def _barrier(interpret):
   if not interpret:
     pltriton.debug_barrier()
 
-
-def onehot_matmul(onehot, x, pieces):
-  """onehot [M, K] (0/1) @ x [K, N] float32, as bf16 tensor-core matmuls of x's pieces:
-  exact for values that `pieces` bfloat16 pieces hold (1: bf16 values, 3: float32)."""
-  onehot = onehot.astype(jnp.bfloat16)
-  parts = []
-  rest = x
-  for _ in range(pieces):
-    piece = rest.astype(jnp.bfloat16)
-    parts.append(piece)
-    rest = rest - piece.astype(jnp.float32)
-  total = None
-  for piece in reversed(parts):  # smallest first
-    part = jnp.dot(onehot, piece, preferred_element_type=jnp.float32)
-    total = part if total is None else total + part
-  return total
 
 
 def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk, interpret,
@@ -192,53 +161,33 @@ def _scatter(ref, lead, rows, cols, values, valid):
                  mask=mask)
 
 
-def _row_tile_sums(r, prefix, lead, tile_index, config, pieces, contribution, initial):
-  """Per row of tile `tile_index` of chunk `lead` = (c, bh), `initial` [row_tile, BD] plus
-  the sum over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in
-  `config.entry_sums`'s way. (Summing onto `initial` keeps one [row_tile, BD] array live
-  across the loop instead of two.)
+def _row_tile_sums(r, prefix, lead, tile_index, config, contribution, initial):
+  """Per row i of tile `tile_index` of chunk `lead` = (c, bh), `initial[i]` plus the sum
+  over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in float32:
+  at step k every row adds its segment's k-th entry, for as many steps as the tile's
+  longest segment. (Summing onto `initial` keeps one [row_tile, BD] array live across the
+  loop instead of two.)
 
-  `contribution(entries, valid, store_at, by_row)` returns one [BD] row per entry: for a
-  block of the tile's entries ("onehot", by_row False, added to their rows by a one-hot
-  matmul) or for one entry of each of the tile's rows ("segments", by_row True: entries[i]
-  is in row i's segment). `entries` are clamped in bounds (for unmasked loads); `store_at`
-  puts invalid lanes out of bounds, so masked per-entry stores never alias a valid lane (in
-  interpret mode a masked store writes back the old value, and out-of-bounds writes drop).
-  Returns [row_tile, BD].
+  `contribution(entries, valid, store_at)` returns one [BD] row per row of the tile, for
+  entries[i] in row i's segment. `entries` are clamped in bounds (for unmasked loads);
+  `store_at` puts invalid lanes out of bounds, so masked per-entry stores never alias a
+  valid lane (in interpret mode a masked store writes back the old value, and
+  out-of-bounds writes drop). Returns [row_tile, BD].
   """
   rows = config.row_tile
   first_row = tile_index * rows
-  num_entries = r[prefix + "entry_row"].shape[-1]
+  num_entries = r[prefix + "entry_token"].shape[-1]
+  begin = r[prefix + "row_begin"][(*lead, pl.ds(first_row, rows))]
+  end = r[prefix + "row_begin"][(*lead, pl.ds(first_row + 1, rows))]
 
-  def clamped(entries, valid):
-    return jnp.where(valid, entries, num_entries - 1), jnp.where(valid, entries, num_entries)
-
-  if config.entry_sums == "segments":
-    begin = r[prefix + "row_begin"][(*lead, pl.ds(first_row, rows))]
-    end = r[prefix + "row_begin"][(*lead, pl.ds(first_row + 1, rows))]
-
-    def depth(k, acc):
-      valid = begin + k < end
-      safe, store_at = clamped(begin + k, valid)
-      return acc + contribution(safe, valid, store_at, True)
-
-    return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
-
-  block = config.entry_block
-  begin = r[prefix + "row_begin"][(*lead, first_row)]
-  end = r[prefix + "row_begin"][(*lead, first_row + rows)]
-  row_ids = lax.broadcasted_iota(jnp.int32, (rows, block), 0)
-
-  def body(k, acc):
-    entries = begin + k * block + jnp.arange(block, dtype=jnp.int32)
+  def depth(k, acc):
+    entries = begin + k
     valid = entries < end
-    safe, store_at = clamped(entries, valid)
-    local = jnp.where(valid, r[prefix + "entry_row"][(*lead, safe)] - first_row, -1)
-    contrib = contribution(safe, valid, store_at, False)
-    return acc + onehot_matmul(local[None, :] == row_ids, contrib, pieces)
+    safe = jnp.where(valid, entries, num_entries - 1)
+    store_at = jnp.where(valid, entries, num_entries)
+    return acc + contribution(safe, valid, store_at)
 
-  num_blocks = (end - begin + block - 1) // block
-  return lax.fori_loop(0, num_blocks, body, initial)
+  return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
 
 
 def _program(r, block):
@@ -312,7 +261,7 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
       r["qk"], delta, here, here, cols0, block, chunk, interpret)
 
 
-def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                         interpret: bool):
   """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u] for
   the tile's slots, in place, after saving their old rows in the snapshot."""
@@ -326,14 +275,14 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
   r["snapshot_out"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)] = written.astype(table.dtype)
   delta_ref = r["delta"] if dims.shared else r["values"]
 
-  def update(entries, entry_valid, store_at, by_row):
-    del store_at, by_row
+  def update(entries, entry_valid, store_at):
+    del store_at
     token = r["entry_token"][c, bh, entries]
     delta = gather_rows(delta_ref, here, token, cols, entry_valid)
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
-  new_rows = _row_tile_sums(r, "", here, tile_index, config, pieces, update,
+  new_rows = _row_tile_sums(r, "", here, tile_index, config, update,
                             decay[:, None] * written)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid)
 
@@ -374,7 +323,7 @@ def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
         transpose=True)
 
 
-def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                         interpret: bool):
   """grid (B*H, row tiles, slabs): restores the tile's written rows from the snapshot and
   maps their cotangent to the chunk's start: d_start[s] = E[s] d_end[s]
@@ -392,22 +341,20 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces:
   r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
   d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
   if dims.shared:
-    def start_estimate(entries, entry_valid, store_at, by_row):
+    def start_estimate(entries, entry_valid, store_at):
       token = r["entry_token"][c, bh, entries]
       d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
-      # The entry's row as the chunk found it: the snapshot row of its slot.
-      start_rows = written if by_row else gather_rows(
-          r["snapshot"], here, r["entry_row"][c, bh, entries], cols, entry_valid)
+      # The entry's row as the chunk found it: its row's snapshot.
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
-                     jnp.sum(start_rows * d_r0, axis=1), mask=entry_valid)
+                     jnp.sum(written * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = _row_tile_sums(r, "", here, tile_index, config, pieces, start_estimate,
+    d_start = _row_tile_sums(r, "", here, tile_index, config, start_estimate,
                              d_start)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid)
 
 
-def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: int,
+def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                      interpret: bool):
   """grid (B*H, read row tiles, slabs): d_table[s] += sum_{t reads s} rc[t,s] d_out[t] and
   the read coefficients' gradient M[s] . d_out[t] (M restored to the chunk's start)."""
@@ -416,26 +363,20 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig, pieces: in
   c, bh, _, cols, tile_index, _, row_slot, valid = _row_tile(r, "read_row_slot", dims, config)
   here, slab = (c, bh), pl.program_id(2)
 
-  # By row, each entry's table row is its row's: loaded once for the tile.
-  tile_rows = (gather_rows(r["table"], (bh,), row_slot, cols, valid)
-               if config.entry_sums == "segments" else None)
+  # Each entry's table row is its row's: loaded once for the tile.
+  tile_rows = gather_rows(r["table"], (bh,), row_slot, cols, valid)
 
-  def read_cotangent(entries, entry_valid, store_at, by_row):
+  def read_cotangent(entries, entry_valid, store_at):
     token = r["read_entry_token"][c, bh, entries]
     d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
-    if by_row:
-      start_rows = tile_rows
-    else:
-      slot = r["read_row_slot"][c, bh, r["read_entry_row"][c, bh, entries]]
-      start_rows = gather_rows(r["table"], (bh,), slot, cols, entry_valid)
     pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
-                   jnp.sum(start_rows * d_out, axis=1), mask=entry_valid)
+                   jnp.sum(tile_rows * d_out, axis=1), mask=entry_valid)
     return r["read_entry_coef"][c, bh, entries][:, None] * d_out
 
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
   _scatter(d_table, (bh,), row_slot, cols,
-           _row_tile_sums(r, "read_", here, tile_index, config, pieces, read_cotangent,
+           _row_tile_sums(r, "read_", here, tile_index, config, read_cotangent,
                           current), valid)
 
 
@@ -501,10 +442,6 @@ def _unsorted(sorted_values, entries: layout.EntryLayout, chunk, width, count):
   return token_major.reshape(*lead, chunk, width)[..., :count]
 
 
-def _pieces(table_dtype) -> int:
-  return 3 if jnp.dtype(table_dtype) == jnp.float32 else 2
-
-
 def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
   """The plan's integer part in the kernels' layout, stacked over chunks [n, B * H, ...]:
   token-major slot ids, slot-sorted write entries (phase 1's sort) and the write row tiles.
@@ -520,7 +457,6 @@ def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
                                                 dims.num_slots)),
       write_slot=_chunk_major(layout.pad_entries(write_slot, dims.writes, dims.num_slots)),
       entry_token=writes.token,
-      entry_row=writes.row,
       row_begin=writes.row_begin,
       row_slot=writes.row_slot,
   )
@@ -551,7 +487,7 @@ def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelCo
   reads = jax.tree.map(_chunk_major, layout.read_layout(
       ids.read_idx, ids.read_order, num_slots=dims.num_slots, width=dims.reads,
       row_tile=config.row_tile))
-  xs = dict(read_entry_token=reads.token, read_entry_row=reads.row,
+  xs = dict(read_entry_token=reads.token,
             read_row_begin=reads.row_begin, read_row_slot=reads.row_slot,
             read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,
                                     dims.reads))
@@ -587,13 +523,13 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   saved = dict(saved, **dense)
 
   scatter_in = dict(table=table, snapshot=saved["snapshot"], **_pick(
-      xs, "values", "entry_token", "entry_row", "row_begin", "entry_update_coef",
+      xs, "values", "entry_token", "row_begin", "entry_update_coef",
       "row_slot", "row_decay"))
   if dims.shared:
     scatter_in.update(delta=saved["delta"])
   scattered = _call(_fwd_scatter_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
                     scatter_in, dict(table=table, snapshot=saved["snapshot"]),
-                    aliases=("table", "snapshot"), pieces=_pieces(table.dtype), **kw)
+                    aliases=("table", "snapshot"), **kw)
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
@@ -621,25 +557,24 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   grads = dict(grads, **_call(_bwd_dense_kernel, (bh, 1, slabs), c, dense_in,
                               _pick(grads, *stacked), aliases=stacked, **kw))
 
-  pieces = _pieces(table.dtype)
   written_stacked = ("d_row_decay", "d_entry_write_coef") if dims.shared else ("d_row_decay",)
   written_in = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked),
                     **_pick(xs, "snapshot", "row_slot", "row_decay"))
   if dims.shared:
     written_in.update(d_values=grads["d_values"], **_pick(
-        xs, "entry_token", "entry_row", "row_begin", "entry_write_coef"))
+        xs, "entry_token", "row_begin", "entry_write_coef"))
   written_out = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked))
   written = _call(_bwd_written_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
-                  written_in, written_out, aliases=tuple(written_out), pieces=pieces, **kw)
+                  written_in, written_out, aliases=tuple(written_out), **kw)
   grads = dict(grads, **_pick(written, *written_stacked))
 
   read_in = dict(table=written["table"], d_table=written["d_table"],
                  d_entry_read_coef=grads["d_entry_read_coef"], **_pick(
-                     xs, "d_out", "read_entry_token", "read_entry_row", "read_row_begin",
+                     xs, "d_out", "read_entry_token", "read_row_begin",
                      "read_entry_coef", "read_row_slot"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
   read = _call(_bwd_read_kernel, (bh, dims.read_rows // config.row_tile, slabs), c, read_in,
-               read_out, aliases=tuple(read_out), pieces=pieces, **kw)
+               read_out, aliases=tuple(read_out), **kw)
   grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
   return (written["table"], read["d_table"], grads), None
 

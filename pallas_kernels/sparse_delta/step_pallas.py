@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from pallas_kernels import platform
 from pallas_kernels.blocks import is_power_of_two, next_power_of_two
 from pallas_kernels.sparse_delta import scan_pallas
+from pallas_kernels.sparse_delta.onehot import onehot_matmul
 
 ERRORS = ("shared", "per_slot")
 MIN_ROWS = 16  # tensor-core dots need dims >= 16: W and R pad to this
@@ -72,7 +73,7 @@ def _kernel(write_idx_ref, write_w_ref, v_ref, beta_ref, g_ref, read_idx_ref, re
 
   match = (read_idx[:, None] == write_idx[None, :]) & written[None, :]  # [R, W]
   rewritten = jnp.max(match.astype(jnp.int32), axis=1) > 0
-  reread = scan_pallas.onehot_matmul(match, new_rows.astype(jnp.float32), pieces)
+  reread = onehot_matmul(match, new_rows.astype(jnp.float32), pieces)
   after_write = jnp.where(rewritten[:, None], reread, read_rows)
   out_ref[bh, pl.ds(slab * block_cols, block_cols)] = jnp.sum(
       read_w_ref[bh, :][:, None] * after_write, axis=0)

@@ -25,10 +25,8 @@ from tests.sdm_jax.ops.test_sparse_delta import random_inputs
 interpret_on_cpu = pytest.mark.skipif(
     jax.default_backend() == "gpu", reason="interpret-mode semantics tests run on CPU")
 
-# Small tiles so that the CPU shapes have several row tiles, entry blocks and slabs.
-SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, entry_block=16, group_entries=16)
-# Every way of summing a row tile's entries (KernelConfig.entry_sums).
-ENTRY_SUMS = pytest.mark.parametrize("entry_sums", scan_pallas.ENTRY_SUMS)
+# Small tiles so that the CPU shapes have several row tiles and slabs.
+SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, group_entries=16)
 
 
 def _plan(seed, *, error, chunk_size=16, shared_memory=False, table_dtype=jnp.float32,
@@ -87,28 +85,26 @@ def _xla_scan(memory, plan, *, error):
 
 
 @interpret_on_cpu
-@ENTRY_SUMS
 @pytest.mark.parametrize("error,shared_memory", [
     ("shared", False), ("shared", True), ("per_slot", False)])
-def test_kernel_matches_xla_twin(error, shared_memory, entry_sums):
+def test_kernel_matches_xla_twin(error, shared_memory):
   # N = 40 slots for 3 writes x 32 tokens: every slot is written several times per chunk.
   memory, plan = _plan(1, error=error, shared_memory=shared_memory, batch=2, seq_len=32,
                        heads=2, num_slots=40, value_dim=32, writes=3, reads=5)
   kernel = functools.partial(scan_pallas.scan_chunks, error=error,
-                             config=SMALL._replace(entry_sums=entry_sums), interpret=True)
+                             config=SMALL, interpret=True)
   xla = functools.partial(_xla_scan, error=error)
   _compare(_outputs_and_grads(kernel, memory, plan, 2),
            _outputs_and_grads(xla, memory, plan, 2), 1e-5)
 
 
 @interpret_on_cpu
-@ENTRY_SUMS
-def test_kernel_with_a_bfloat16_table_matches_the_twin(entry_sums):
+def test_kernel_with_a_bfloat16_table_matches_the_twin():
   """Both round the rows they store to bf16 once per chunk; the math is float32."""
   memory, plan = _plan(3, error="shared", table_dtype=jnp.bfloat16, batch=1, seq_len=32,
                        heads=2, num_slots=64, value_dim=16, writes=4, reads=4)
   kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
-                             config=SMALL._replace(entry_sums=entry_sums), interpret=True)
+                             config=SMALL, interpret=True)
   xla = functools.partial(_xla_scan, error="shared")
   got, want = _outputs_and_grads(kernel, memory, plan, 4), _outputs_and_grads(xla, memory, plan, 4)
   assert got[0][1].dtype == jnp.bfloat16 and got[1][0].dtype == jnp.bfloat16
@@ -117,14 +113,13 @@ def test_kernel_with_a_bfloat16_table_matches_the_twin(entry_sums):
 
 
 @interpret_on_cpu
-@ENTRY_SUMS
-def test_slots_written_by_every_token_span_several_entry_blocks(entry_sums):
-  """Head 1 of `random_inputs` writes the same W slots at every token: each slot's C = 32
-  entries fill two entry blocks of its row tile (and make segments 32 deep)."""
+def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk():
+  """Head 1 of `random_inputs` writes the same W slots at every token: each slot's segment
+  holds C = 32 entries, deeper than the row tile, beside rows of one entry."""
   memory, plan = _plan(5, error="shared", batch=1, seq_len=32, heads=2, num_slots=24,
                        value_dim=16, writes=4, reads=4, chunk_size=32)
   kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
-                             config=SMALL._replace(entry_sums=entry_sums), interpret=True)
+                             config=SMALL, interpret=True)
   xla = functools.partial(_xla_scan, error="shared")
   _compare(_outputs_and_grads(kernel, memory, plan, 6),
            _outputs_and_grads(xla, memory, plan, 6), 1e-5)
@@ -143,10 +138,9 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
 
 
 @pytest.mark.parametrize("fields,match", [
-    (dict(entry_block=24), "entry_block must be a power of two"),
-    (dict(row_tile=8), "row_tile must be >= 16"),
+    (dict(row_tile=24), "row_tile must be a power of two"),
+    (dict(block_cols=8), "block_cols must be >= 16"),
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
-    (dict(entry_sums="atomics"), "entry_sums must be one of"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
@@ -162,16 +156,15 @@ def test_rejects_a_plan_of_the_other_error_form():
 
 
 @pytest.mark.gpu
-@ENTRY_SUMS
 @pytest.mark.parametrize("error,table_dtype", [
     ("shared", jnp.float32), ("shared", jnp.bfloat16), ("per_slot", jnp.float32)])
-def test_compiled_kernel_matches_xla_twin(error, table_dtype, entry_sums):
-  # C = 64, W = R = 16 (1024 entries: 16 row tiles of 64), 8 chunks, 2 column slabs.
+def test_compiled_kernel_matches_xla_twin(error, table_dtype):
+  # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs.
   memory, plan = _plan(9, error=error, chunk_size=64, table_dtype=table_dtype,
                        shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
                        value_dim=128, writes=16, reads=16)
-  config = scan_pallas.default_config(128)._replace(entry_sums=entry_sums)
-  kernel = functools.partial(scan_pallas.scan_chunks, error=error, config=config)
+  kernel = functools.partial(scan_pallas.scan_chunks, error=error,
+                             config=scan_pallas.default_config(128))
   xla = functools.partial(_xla_scan, error=error)
   tol = 1e-5 if table_dtype == jnp.float32 else 3e-3
   _compare(_outputs_and_grads(kernel, memory, plan, 10),

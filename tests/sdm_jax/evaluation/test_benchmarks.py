@@ -90,6 +90,6 @@ def test_tiling_specs_are_checked():
     sdm_benchmarks.parse_tiling("warps=8", 64)
   with pytest.raises(ValueError, match="block_cols must divide"):
     sdm_benchmarks.parse_tiling("block_cols=64", 32)
-  assert sdm_benchmarks.parse_tiling("entry_sums=segments", 64).entry_sums == "segments"
-  with pytest.raises(ValueError, match="entry_sums must be one of"):
-    sdm_benchmarks.parse_tiling("entry_sums=atomic", 64)
+  assert sdm_benchmarks.parse_tiling("row_tile=64", 64).row_tile == 64
+  with pytest.raises(ValueError, match="row_tile must be a power of two"):
+    sdm_benchmarks.parse_tiling("row_tile=48", 64)
