@@ -52,9 +52,16 @@ def num_rows(entries: int, row_tile: int) -> int:
 
 def tile_starts(sorted_rows, rows, row_tile):
   """[rows / row_tile + 1] the first entry of each row tile (then the entry count) in
-  entries of nondecreasing rows `sorted_rows` [E]; with row_tile 1, of each row."""
-  boundaries = jnp.arange(0, rows + 1, row_tile, dtype=jnp.int32)
-  return jnp.searchsorted(sorted_rows, boundaries, side="left").astype(jnp.int32)
+  entries of nondecreasing rows `sorted_rows` [E] in [-1, rows] (-1: before every tile,
+  `rows`: after the last); with row_tile 1, of each row.
+
+  Tile t starts after the entries of row < t * row_tile: a histogram of the entries' tiles
+  and its running sum. (Counting, not `jnp.searchsorted`: on a GPU its default method is a
+  while loop of small kernels, about 0.4 ms of the SDM layer's step in the H200 profile.)"""
+  tiles = rows // row_tile
+  bins = sorted_rows.astype(jnp.int32) // row_tile + 1  # -1 -> bin 0, `rows` -> tiles + 1
+  counts = jnp.zeros((tiles + 2,), jnp.int32).at[bins].add(1)
+  return jnp.cumsum(counts)[:tiles + 1].astype(jnp.int32)
 
 
 def _layout_by_order(values, order, *, width: int, rows: int, rows_of):

@@ -79,7 +79,10 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
   # Distinct out-of-range padding ids after the real slots: gathers fill them with zeros,
   # scatters drop them, and the slots stay sorted and unique, which both are promised.
   slots = (num_slots + jnp.arange(num_unique, dtype=jnp.int32)).at[position].set(sorted_ids)
-  read_pos = jnp.searchsorted(slots, read_idx.reshape(-1)).reshape(read_idx.shape)
+  # By one sort rather than the default binary search (a while loop of small kernels on
+  # a GPU).
+  read_pos = jnp.searchsorted(slots, read_idx.reshape(-1), method="sort").reshape(
+      read_idx.shape)
   found = slots[jnp.minimum(read_pos, num_unique - 1)] == read_idx
   # Reads of slots the chunk does not write point at an extra all-zero row.
   read_pos = jnp.where(found, read_pos, num_unique)

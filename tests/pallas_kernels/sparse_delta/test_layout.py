@@ -72,3 +72,17 @@ def test_write_layout_rows_are_the_unique_positions():
   # Entries sorted by slot, ties by token; the three padding entries last.
   np.testing.assert_array_equal(entries.row[:9], np.sort(write_pos.reshape(-1), kind="stable"))
   np.testing.assert_array_equal(entries.order[9:], [3, 7, 11])
+
+
+@pytest.mark.parametrize("row_tile", [1, 4])
+def test_tile_starts_count_the_entries_before_each_tile(row_tile):
+  """Against a binary search over random nondecreasing rows in [-1, rows] (-1: entries
+  before every tile, as the pair-weight kernel's running max leaves them; rows: padding),
+  empty tiles and rows included."""
+  rows = 32
+  rng = np.random.default_rng(row_tile)
+  sorted_rows = np.sort(np.concatenate([[-1, -1], rng.integers(0, rows // 2, size=20), [rows] * 3]))
+  want = np.searchsorted(sorted_rows, np.arange(0, rows + 1, row_tile), side="left")
+  got = layout.tile_starts(jnp.asarray(sorted_rows, jnp.int32), rows, row_tile)
+  assert got.dtype == jnp.int32 and (np.diff(want) == 0).any()  # some tiles are empty
+  np.testing.assert_array_equal(np.asarray(got), want)
