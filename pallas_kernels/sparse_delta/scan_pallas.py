@@ -124,7 +124,6 @@ def _barrier(interpret):
     pltriton.debug_barrier()
 
 
-
 def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk, interpret,
                  transpose=False):
   """mat[*mat_lead] [C, C] (or its transpose) @ rhs[*rhs_lead, :, cols] [C, BD] in float32
