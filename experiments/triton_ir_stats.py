@@ -5,10 +5,12 @@
 Standalone: needs only Triton (the version the GPU machine's JAX uses, e.g. `pip install
 triton==3.6.0` in its own environment) and reads every `*.ttir` in DIR, such as
 `experiments/triton_ir.py` writes. Per kernel: registers per thread and spill bytes (the
-bundled `ptxas -v`), shared memory, SASS instruction count (`nvdisasm`), and how many
+bundled `ptxas -v`), shared memory, SASS instruction count (`nvdisasm`), how many
 programs fit on one H100/H200 multiprocessor at once (65,536 registers, 228 KB of shared
-memory, 64 warps): for latency-bound gathers that residency is what hides the loads. A
-static estimate, not a timing. Each kernel compiles with the warps and pipeline stages its
+memory, 64 warps): for latency-bound gathers that residency is what hides the loads; and
+the instructions of each loop body (a backward branch's span), so that instructions
+issued per program = the count outside the loops + each body times its trips (the trips
+are the kernel's own: rounds, chunks, blocks). A static estimate, not a timing. Each kernel compiles with the warps and pipeline stages its
 pallas_call asked for, from DIR/launch.json (written by triton_ir.py), else the flags.
 """
 
@@ -43,6 +45,26 @@ def programs_per_sm(registers: int, shared: int, num_warps: int) -> int:
   return min(by_registers, by_shared, WARPS_PER_SM // num_warps)
 
 
+def loop_bodies(sass: str) -> list[int]:
+  """Instructions of each loop body in an `nvdisasm -c` listing, in program order: from a
+  label to a branch back to it, both included (nested loops are listed each whole)."""
+  labels, instructions = {}, []
+  for line in sass.splitlines():
+    label = re.match(r"^\s*(\.L_x_\d+):", line)
+    if label:
+      labels[label.group(1)] = len(instructions)
+      continue
+    if re.match(r"^\s+/\*[0-9a-f]{4,}\*/", line):
+      instructions.append(line)
+  bodies = []
+  for end, line in enumerate(instructions):
+    target = re.search(r"BRA\b.*`\((\.L_x_\d+)\)", line)
+    start = labels.get(target.group(1)) if target else None
+    if start is not None and start < end:  # a jump to itself is the kernel's final spin
+      bodies.append(end - start + 1)
+  return bodies
+
+
 def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
   import triton  # pylint: disable=g-import-not-at-top
   from triton.backends.compiler import GPUTarget  # pylint: disable=g-import-not-at-top
@@ -69,7 +91,8 @@ def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
           "registers": registers, "spill_bytes": spills,
           "shared_bytes": shared,
           "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
-          "programs_per_sm": programs_per_sm(registers, shared, num_warps)}
+          "programs_per_sm": programs_per_sm(registers, shared, num_warps),
+          "loop_bodies": loop_bodies(sass)}
 
 
 def main():
@@ -84,13 +107,14 @@ def main():
     with open(launch_file) as f:
       launch = json.load(f)
   print(f"{'kernel':32} {'warps':>5} {'regs':>5} {'spills':>7} {'shared':>7} {'instrs':>7} "
-        f"{'per SM':>7}")
+        f"{'per SM':>7}  loop bodies")
   for path in sorted(glob.glob(os.path.join(args.directory, "*.ttir"))):
     asked = launch.get(os.path.basename(path), {})
     s = kernel_stats(path, asked.get("num_warps", args.num_warps),
                      asked.get("num_stages", args.num_stages))
     print(f"{s['kernel']:32} {s['num_warps']:>5} {s['registers']:>5} {s['spill_bytes']:>7} "
-          f"{s['shared_bytes']:>7} {s['instructions']:>7} {s['programs_per_sm']:>7}")
+          f"{s['shared_bytes']:>7} {s['instructions']:>7} {s['programs_per_sm']:>7}  "
+          f"{' '.join(map(str, s['loop_bodies'])) or '-'}")
 
 
 if __name__ == "__main__":

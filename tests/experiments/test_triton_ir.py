@@ -63,6 +63,28 @@ def test_residency_follows_registers_shared_memory_and_warps():
   assert triton_ir_stats.programs_per_sm(32, 100 * 1024, 1) == 2  # shared memory
 
 
+def test_loop_bodies_span_each_backward_branch():
+  """A listing in nvdisasm's form: a 3-instruction loop, a forward branch (not a loop), a
+  2-instruction loop, and the final self-jump (not a loop)."""
+  sass = """
+        .size           k,(.L_x_4 - k)
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_0:
+        /*0010*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*0020*/                   ISETP.GE.AND P0, PT, R2, 0x20, PT ;
+        /*0030*/               @!P0 BRA `(.L_x_0) ;
+        /*0040*/               @P1 BRA `(.L_x_1) ;
+        /*0050*/                   STG.E [R4.64], R2 ;
+.L_x_1:
+.L_x_2:
+        /*0060*/                   LDG.E R3, [R4.64] ;
+        /*0070*/               @P2 BRA `(.L_x_2) ;
+.L_x_3:
+        /*0080*/                   BRA `(.L_x_3);
+"""
+  assert triton_ir_stats.loop_bodies(sass) == [3, 2]
+
+
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs Triton")
 def test_stats_compile_a_dumped_kernel(tmp_path):
   config = scan_pallas.default_config(32)
@@ -72,3 +94,4 @@ def test_stats_compile_a_dumped_kernel(tmp_path):
     f.write(kernel.ir)
   stats = triton_ir_stats.kernel_stats(path, config.num_warps)
   assert stats["registers"] > 0 and stats["instructions"] > 0 and stats["programs_per_sm"] >= 1
+  assert stats["loop_bodies"] and max(stats["loop_bodies"]) < stats["instructions"]
