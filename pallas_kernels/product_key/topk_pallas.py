@@ -5,8 +5,10 @@ max-and-mask, `KernelConfig.block_rows` rows of scores per program (each reducti
 along the row axis for all of them at once):
 
 1. per half, k' = min(k, S) rounds: the largest untaken score, the lowest index among
-   equal ones, taken; the pick of round r goes straight to the candidates whose rank in
-   this half is r (no gathers from registers). `half_select` says how a round finds it:
+   equal ones, taken; the pick of round r is stored at lane r of a working buffer, and
+   after the rounds each candidate loads the pick of its rank in this half (registers
+   cannot be gathered from; updating every candidate of rank r in each round, the first
+   way, cost a pass over all candidates per round). `half_select` says how a round finds it:
    "scan" reduces over the whole half; "groups" keeps the best untaken entry of each group
    of `group_size` entries, reduces over those group bests and reloads (from memory) only
    the winner's group to find its next best, so a round touches S / group_size +
@@ -132,34 +134,58 @@ def _first_max_lane(keys, pick: str):
   return jnp.min(jnp.where(keys == best, lanes, _NO_ID), axis=1)
 
 
-def _no_picks(block_rows: int, ranks):
-  return tuple(jnp.zeros((block_rows, part.shape[1]), jnp.int32) for part in ranks)
+class _PickLog(NamedTuple):
+  """Where a half's rounds leave their picks: scratch [rows, 2, K'] int32 (K' >= rounds),
+  lane r of row and `half` holding round r's pick."""
+  scratch: jax.Array
+  half: int
+  interpret: bool
 
 
-def _record(picked, ranks, r, pick_col):
-  """Round r's pick [R, 1] written to the candidates of rank r (per part)."""
-  return tuple(jnp.where(rank == r, pick_col, part) for rank, part in zip(ranks, picked))
+def _log_pick(log: _PickLog, rows: _Rows, r, pick_col):
+  """Round r's pick [R, 1] stored at lane r: one store per round, where updating every
+  candidate of rank r in registers cost a pass over all candidates per round."""
+  lane = jnp.full(rows.store.shape, r, jnp.int32)
+  pltriton.store(log.scratch.at[rows.store, log.half, lane], pick_col,
+                 mask=rows.store < log.scratch.shape[0])
 
 
-def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
-               rounds: int, pick: str):
+def _picks_by_rank(log: _PickLog, rows: _Rows, ranks):
+  """After the rounds, per candidate part [R, P] the pick of each candidate's rank (ranks
+  per part [1, P]; -1 = no candidate: index 0)."""
+  _barrier(log.interpret)
+  return tuple(
+      pltriton.load(log.scratch.at[rows.load, log.half, jnp.maximum(rank, 0)],
+                    mask=jnp.broadcast_to(rank >= 0, (rows.load.shape[0], rank.shape[1])),
+                    other=0)
+      for rank in ranks)
+
+
+def _barrier(interpret: bool):
+  """Orders a program's stores before its later loads (its threads share the memory)."""
+  if not interpret:
+    pltriton.debug_barrier()
+
+
+def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
+               sub_keys: int, rounds: int, pick: str):
   """Per candidate part, [R, P] the index within the half of each candidate's pick
   (module docstring, step 1, "scan"); ranks: per part [1, P] the candidates' ranks in
   this half (-1 = no candidate: index 0)."""
   cols = jnp.arange(next_power_of_two(sub_keys), dtype=jnp.int32)[None, :]
   keys = _keys(scores_ref, rows, offset, cols, sub_keys)
 
-  def round_(r, carry):
-    keys, picked = carry
+  def round_(r, keys):
     pick_col = _first_max_lane(keys, pick)[:, None]  # lanes are the half's indices
-    keys = jnp.where(cols == pick_col, _TAKEN, keys)
-    return keys, _record(picked, ranks, r, pick_col)
+    _log_pick(log, rows, r, pick_col)
+    return jnp.where(cols == pick_col, _TAKEN, keys)
 
-  return lax.fori_loop(0, rounds, round_, (keys, _no_picks(keys.shape[0], ranks)))[1]
+  lax.fori_loop(0, rounds, round_, keys)
+  return _picks_by_rank(log, rows, ranks)
 
 
-def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
-                 rounds: int, pick: str, group_size: int):
+def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
+                 sub_keys: int, rounds: int, pick: str, group_size: int):
   """As `_scan_half` by a tournament over groups of `group_size` consecutive entries
   (module docstring, step 1, "groups")."""
   half_block = next_power_of_two(sub_keys)
@@ -174,11 +200,11 @@ def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
   best_col = group_lanes * size + best_col  # ties of a group: its first entry
 
   def round_(r, carry):
-    best, best_col, picked = carry
+    best, best_col = carry
     top = jnp.max(best, axis=1, keepdims=True)                       # [R, 1]
     # Groups hold increasing indices: the lowest index among equal group bests.
     pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
-    picked = _record(picked, ranks, r, pick_col)
+    _log_pick(log, rows, r, pick_col)
     group = pick_col // size                                         # [R, 1]
     cols = group * size + in_group                                   # [R, g]
     keys = _keys(scores_ref, rows, offset, cols, sub_keys)
@@ -188,10 +214,10 @@ def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, *, sub_keys: int,
     new_best = jnp.max(keys, axis=1, keepdims=True)
     new_col = group * size + _first_max_lane(keys, pick)[:, None]
     won = group_lanes == group
-    return (jnp.where(won, new_best, best), jnp.where(won, new_col, best_col), picked)
+    return jnp.where(won, new_best, best), jnp.where(won, new_col, best_col)
 
-  picked = _no_picks(best.shape[0], ranks)
-  return lax.fori_loop(0, rounds, round_, (best, best_col, picked))[2]
+  lax.fori_loop(0, rounds, round_, (best, best_col))
+  return _picks_by_rank(log, rows, ranks)
 
 
 def _select(keys, slots, rounds: int, out_lanes):
@@ -212,10 +238,12 @@ def _select(keys, slots, rounds: int, out_lanes):
   return lax.fori_loop(0, rounds, round_, (tuple(keys), out))[1]
 
 
-def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *, num_rows: int, sub_keys: int,
-            k: int, per_half: int, parts: tuple[int, ...], config: KernelConfig):
+def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, *, num_rows: int,
+            sub_keys: int, k: int, per_half: int, parts: tuple[int, ...],
+            config: KernelConfig, interpret: bool):
   """ranks [2, sum(parts)] int32: the candidates' ranks in the first and second half
-  (-1 = padding), part after part."""
+  (-1 = padding), part after part; picks [rows, 2, K'] int32: the halves' picks by round
+  (working memory, `_PickLog`)."""
   block_rows = config.block_rows
   row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
   live = row < num_rows
@@ -232,7 +260,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *, num_rows: int, sub_ke
     half = _scan_half
   half = functools.partial(half, scores_ref, rows, sub_keys=sub_keys, rounds=per_half,
                            pick=config.pick)
-  first_idx, second_idx = half(0, first_rank), half(sub_keys, second_rank)  # [R, P] each
+  first_idx = half(0, first_rank, _PickLog(picks_ref, 0, interpret))  # [R, P] per part
+  second_idx = half(sub_keys, second_rank, _PickLog(picks_ref, 1, interpret))
   width = 2 * sub_keys
   keys, slots = [], []
   for first, second, rank in zip(first_idx, second_idx, first_rank):
@@ -264,12 +293,15 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   ranks = np.full((2, sum(parts)), -1, np.int32)
   ranks[:, :len(pairs)] = pairs.T
   kernel = functools.partial(_kernel, num_rows=num_rows, sub_keys=sub_keys, k=k,
-                             per_half=per_half, parts=parts, config=config)
-  idx, logits = pl.pallas_call(
+                             per_half=per_half, parts=parts, config=config,
+                             interpret=interpret)
+  idx, logits, _ = pl.pallas_call(
       kernel,
       name="product_key_topk_kernel",  # names the kernel in profiles
       out_shape=[jax.ShapeDtypeStruct((num_rows, k), jnp.int32),
-                 jax.ShapeDtypeStruct((num_rows, k), scores.dtype)],
+                 jax.ShapeDtypeStruct((num_rows, k), scores.dtype),
+                 # The Triton backend has no scratch operands: working memory is an output.
+                 jax.ShapeDtypeStruct((num_rows, 2, next_power_of_two(per_half)), jnp.int32)],
       grid=(pl.cdiv(num_rows, config.block_rows),),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
