@@ -18,7 +18,9 @@ along the row axis for all of them at once):
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). Blocks must have
    a power-of-two size, so the candidates are split into parts of at least 32 lanes
    (`candidate_parts`: 280 -> 256 + 32 lanes rather than one block of 512);
-3. k rounds of max-and-mask over the candidates' sums, the lowest slot id among equal sums.
+3. k rounds over the candidates' sums, the lowest slot id among equal sums, as a
+   tournament like step 1's "groups": the candidates go to working memory, each group of
+   16 keeps its best untaken one, and a round reloads only the winner's group.
 
 Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
 simply the smallest int32, below every score (-inf included). A round's pick is the
@@ -220,30 +222,73 @@ def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
   return _picks_by_rank(log, rows, ranks)
 
 
-def _select(keys, slots, rounds: int, out_lanes):
-  """`rounds` rounds of max-and-mask over the candidates, per part keys [R, X] and slots
-  [R, X] (distinct where the key is not _TAKEN): [R, Y] lane y holds the slot of the y-th
-  pick (the lowest slot among equal keys), out_lanes [1, Y]."""
+# Candidates per group of the final selection's tournament.
+_CANDIDATE_GROUP = 16
+
+
+def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
+            interpret: bool):
+  """k rounds over the candidates (module docstring, step 3) as a tournament: per part
+  keys [R, P] and slots [R, P] (distinct where the key is not _TAKEN; lanes from
+  `starts`) are stored to candidates_ref [rows, 2, T] (keys, slots); each group of
+  `_CANDIDATE_GROUP` lanes keeps its best untaken candidate (largest key, lowest slot
+  among equal keys); a round takes the best of the group bests, stores it at lane r of
+  idx_ref and reloads only its group. (Masking and reducing over all T candidates each
+  round, the first way, was 207 of a program's 381 loop instructions at S = 128, k = 64.)"""
+  total = candidates_ref.shape[-1]
+  live = rows.store < candidates_ref.shape[0]
+  for part_keys, part_slots, start in zip(keys, slots, starts):
+    lanes = int(start) + jnp.arange(part_keys.shape[1], dtype=jnp.int32)[None, :]
+    mask = jnp.broadcast_to(live, part_keys.shape)
+    pltriton.store(candidates_ref.at[rows.store, 0, lanes], part_keys, mask=mask)
+    pltriton.store(candidates_ref.at[rows.store, 1, lanes], part_slots, mask=mask)
+  _barrier(interpret)
+  size = min(_CANDIDATE_GROUP, total)
+  groups = next_power_of_two(-(-total // size))
+  group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]        # [1, G]
+  in_group = jnp.arange(size, dtype=jnp.int32)
+
+  def load_group(load_rows, lanes):
+    inside = jnp.broadcast_to(lanes < total, jnp.broadcast_shapes(load_rows.shape,
+                                                                   lanes.shape))
+    at = jnp.minimum(lanes, total - 1)
+    return (pltriton.load(candidates_ref.at[load_rows, 0, at], mask=inside, other=_TAKEN),
+            pltriton.load(candidates_ref.at[load_rows, 1, at], mask=inside, other=_NO_ID))
+
+  tile_keys, tile_slots = load_group(rows.load[:, :, None],
+                                     group_lanes[:, :, None] * size + in_group)  # [R, G, g]
+  best = jnp.max(tile_keys, axis=2)                                  # [R, G]
+  best_slot = jnp.min(jnp.where(tile_keys == best[:, :, None], tile_slots, _NO_ID), axis=2)
+
   def round_(r, carry):
-    keys, out = carry
-    best = functools.reduce(jnp.maximum, [jnp.max(part, axis=1, keepdims=True)
-                                          for part in keys])
-    pick = functools.reduce(jnp.minimum, [
-        jnp.min(jnp.where(part == best, slot, _NO_ID), axis=1, keepdims=True)
-        for part, slot in zip(keys, slots)])
-    keys = tuple(jnp.where(slot == pick, _TAKEN, part) for part, slot in zip(keys, slots))
-    return keys, jnp.where(out_lanes == r, pick, out)
+    best, best_slot = carry
+    top = jnp.max(best, axis=1, keepdims=True)                      # [R, 1]
+    pick = jnp.min(jnp.where(best == top, best_slot, _NO_ID), axis=1, keepdims=True)
+    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)], pick,
+                   mask=live)
+    group = jnp.min(jnp.where(best_slot == pick, group_lanes, groups), axis=1,
+                    keepdims=True)                                   # slots are distinct
+    group_keys, group_slots = load_group(rows.load, group * size + in_group)  # [R, g]
+    # The group's members after the pick in (key desc, slot asc) order are untaken:
+    # every earlier one was taken in an earlier round.
+    untaken = (group_keys < top) | ((group_keys == top) & (group_slots > pick))
+    group_keys = jnp.where(untaken, group_keys, _TAKEN)
+    new_best = jnp.max(group_keys, axis=1, keepdims=True)
+    new_slot = jnp.min(jnp.where(group_keys == new_best, group_slots, _NO_ID), axis=1,
+                       keepdims=True)
+    won = group_lanes == group
+    return jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot)
 
-  out = jnp.zeros((keys[0].shape[0], out_lanes.shape[1]), jnp.int32)
-  return lax.fori_loop(0, rounds, round_, (tuple(keys), out))[1]
+  lax.fori_loop(0, k, round_, (best, best_slot))
+  _barrier(interpret)
 
 
-def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, *, num_rows: int,
-            sub_keys: int, k: int, per_half: int, parts: tuple[int, ...],
+def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, candidates_ref, *,
+            num_rows: int, sub_keys: int, k: int, per_half: int, parts: tuple[int, ...],
             config: KernelConfig, interpret: bool):
   """ranks [2, sum(parts)] int32: the candidates' ranks in the first and second half
-  (-1 = padding), part after part; picks [rows, 2, K'] int32: the halves' picks by round
-  (working memory, `_PickLog`)."""
+  (-1 = padding), part after part. Working memory: picks [rows, 2, K'] int32, the halves'
+  picks by round (`_PickLog`); candidates [rows, 2, sum(parts)] int32 (`_select`)."""
   block_rows = config.block_rows
   row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
   live = row < num_rows
@@ -269,15 +314,15 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, *, num_rows: 
             + _load_scores(scores_ref, rows, sub_keys + second, width))
     keys.append(jnp.where(rank >= 0, ordered_key(sums), _TAKEN))
     slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
+  _select(keys, slots, starts, rows, candidates_ref, idx_ref, k, interpret)
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
-  idx = _select(keys, slots, k, out_lanes)
+  stored = live & (out_lanes < k)
+  out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
+  idx = pltriton.load(idx_ref.at[rows.load, jnp.minimum(out_lanes, k - 1)])
   # The logits from the same float32 values as the sums (-0.0 made +0.0, as in the twin).
   logits = (_load_scores(scores_ref, rows, idx // sub_keys, width)
             + _load_scores(scores_ref, rows, sub_keys + idx % sub_keys, width))
   logits = jnp.where(logits == 0, jnp.float32(0), logits)
-  stored = live & (out_lanes < k)
-  out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
-  pltriton.store(idx_ref.at[rows.store, out_at], idx, mask=stored)
   pltriton.store(logits_ref.at[rows.store, out_at], logits.astype(logits_ref.dtype),
                  mask=stored)
 
@@ -295,13 +340,14 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   kernel = functools.partial(_kernel, num_rows=num_rows, sub_keys=sub_keys, k=k,
                              per_half=per_half, parts=parts, config=config,
                              interpret=interpret)
-  idx, logits, _ = pl.pallas_call(
+  idx, logits, _, _ = pl.pallas_call(
       kernel,
       name="product_key_topk_kernel",  # names the kernel in profiles
       out_shape=[jax.ShapeDtypeStruct((num_rows, k), jnp.int32),
                  jax.ShapeDtypeStruct((num_rows, k), scores.dtype),
                  # The Triton backend has no scratch operands: working memory is an output.
-                 jax.ShapeDtypeStruct((num_rows, 2, next_power_of_two(per_half)), jnp.int32)],
+                 jax.ShapeDtypeStruct((num_rows, 2, next_power_of_two(per_half)), jnp.int32),
+                 jax.ShapeDtypeStruct((num_rows, 2, sum(parts)), jnp.int32)],
       grid=(pl.cdiv(num_rows, config.block_rows),),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
