@@ -114,7 +114,8 @@ PRESETS = {
     # non-A run at the cap); the 1e-3 runs add about as much: ~470 s.
     "mqar512_base": _mqar512(mixers="ASG", windows=(64, 256), gdn_head_dims=(32, 64, 128)),
     # M N = 2^12 (the isoFLOP twin of G K=32), 2^14, 2^16: 7.5 + 8.0 + 10.0 ms; per rate
-    # 6000 x 25.5 ms = 153 s + 3 x 25 s = 228 s; 456 s.
+    # 6000 x 25.5 ms = 153 s + 3 x 25 s = 228 s; 456 s. Measured (session 14, segment-sum
+    # kernels): 6.0 / 6.4 / 8.1 ms per step, 391 s for both rates.
     "mqar512_sdm": _mqar512(mixers="M", sdm_slots=(4096, 16384, 65536), gdn_head_dims=(32,),
                             sdm_match_gdn=True),
     # M N = 2^18 (18.5 ms) and the isoFLOP twin of G K=64 (N = 4,096, W = R = 64: 15 ms);
