@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas import triton as pltriton
 
 
 def on_gpu() -> bool:
@@ -26,3 +27,11 @@ def tpu_interpret() -> bool | pltpu.InterpretParams:
   """The `interpret` argument of a TPU kernel's `pallas_call` here: False (compile) on a
   TPU, TPU interpret mode with default settings elsewhere."""
   return False if on_tpu() else pltpu.InterpretParams()
+
+
+def triton_barrier(interpret: bool) -> None:
+  """Inside a GPU kernel: orders the program's earlier stores before its later loads (its
+  threads share the memory they pass values through). Interpret mode runs a program's
+  statements in order, so it has nothing to order."""
+  if not interpret:
+    pltriton.debug_barrier()

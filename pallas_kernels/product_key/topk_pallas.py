@@ -155,18 +155,12 @@ def _log_pick(log: _PickLog, rows: _Rows, r, pick_col):
 def _picks_by_rank(log: _PickLog, rows: _Rows, ranks):
   """After the rounds, per candidate part [R, P] the pick of each candidate's rank (ranks
   per part [1, P]; -1 = no candidate: index 0)."""
-  _barrier(log.interpret)
+  platform.triton_barrier(log.interpret)
   return tuple(
       pltriton.load(log.scratch.at[rows.load, log.half, jnp.maximum(rank, 0)],
                     mask=jnp.broadcast_to(rank >= 0, (rows.load.shape[0], rank.shape[1])),
                     other=0)
       for rank in ranks)
-
-
-def _barrier(interpret: bool):
-  """Orders a program's stores before its later loads (its threads share the memory)."""
-  if not interpret:
-    pltriton.debug_barrier()
 
 
 def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
@@ -242,7 +236,7 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
     mask = jnp.broadcast_to(live, part_keys.shape)
     pltriton.store(candidates_ref.at[rows.store, 0, lanes], part_keys, mask=mask)
     pltriton.store(candidates_ref.at[rows.store, 1, lanes], part_slots, mask=mask)
-  _barrier(interpret)
+  platform.triton_barrier(interpret)
   size = min(_CANDIDATE_GROUP, total)
   groups = next_power_of_two(-(-total // size))
   group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]        # [1, G]
@@ -280,7 +274,7 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
     return jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot)
 
   lax.fori_loop(0, k, round_, (best, best_slot))
-  _barrier(interpret)
+  platform.triton_barrier(interpret)
 
 
 def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, candidates_ref, *,

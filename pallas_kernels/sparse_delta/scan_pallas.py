@@ -128,11 +128,6 @@ def _gather_steps(config: KernelConfig, width: int) -> tuple[int, int]:
   return rows, width // rows
 
 
-def _barrier(interpret):
-  if not interpret:
-    pltriton.debug_barrier()
-
-
 def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk, interpret,
                  transpose=False):
   """mat[*mat_lead] [C, C] (or its transpose) @ rhs[*rhs_lead, :, cols] [C, BD] in float32
@@ -266,10 +261,10 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   if dims.shared:
     r["y_out"][(*here, slice(None), cols)] = (r["values"][(*here, slice(None), cols)]
                                               - r["r0"][bh, :, cols])
-    _barrier(interpret)
+    platform.triton_barrier(interpret)
     r["delta_out"][(*here, slice(None), cols)] = _blocked_dot(
         r["solve"], r["y_out"], here, here, cols0, block, chunk, interpret)
-    _barrier(interpret)
+    platform.triton_barrier(interpret)
   delta = r["delta_out"] if dims.shared else r["values"]
   r["out_out"][(*here, slice(None), cols)] = r["out_read"][bh, :, cols] + _blocked_dot(
       r["qk"], delta, here, here, cols0, block, chunk, interpret)
@@ -339,7 +334,7 @@ def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   r["d_delta_out"][(*here, slice(None), cols)] = r["kd"][bh, :, cols] + _blocked_dot(
       r["qk"], r["d_out"], here, here, cols0, block, chunk, interpret, transpose=True)
   if dims.shared:
-    _barrier(interpret)
+    platform.triton_barrier(interpret)
     r["d_values_out"][(*here, slice(None), cols)] = _blocked_dot(
         r["solve"], r["d_delta_out"], here, here, cols0, block, chunk, interpret,
         transpose=True)
