@@ -34,7 +34,7 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.sparse_delta import layout
-from pallas_kernels.sparse_delta.scan_pallas import gather_rows
+from pallas_kernels.sparse_delta.scan_pallas import gather_rows, row_tile_sums
 
 BACKWARDS = ("xla", "pallas")
 
@@ -156,11 +156,8 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
   n, tile = pl.program_id(0), pl.program_id(1)
   rows = config.row_tile
   chunk = r["d_pairs"].shape[-1]
-  num_entries = r["entry_row"].shape[-1]
   table_rows = r["key_table"].shape[-2]
   first = tile * rows
-  begin = r["row_begin"][n, pl.ds(first, rows)]
-  end = r["row_begin"][n, pl.ds(first + 1, rows)]
   cols = jnp.arange(chunk, dtype=jnp.int32)
   tile_rows = first + jnp.arange(rows, dtype=jnp.int32)
   in_table = tile_rows < table_rows
@@ -169,15 +166,11 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
   logs = gather_rows(r["cum_log_decay"], (n,), jnp.minimum(tile_rows, table_rows - 1), cols,
                      in_table)
 
-  def depth(k, acc):
-    d_keys, d_logs = acc
-    entries = begin + k
-    in_segment = entries < end
-    safe = jnp.where(in_segment, entries, num_entries - 1)  # in bounds for unmasked loads
-    valid = in_segment & (r["entry_row"][n, safe] >= 0)
-    token = r["entry_token"][n, safe]
-    weight = jnp.where(valid, r["entry_weight"][n, safe], 0)
-    log_at = r["entry_log"][n, safe]
+  def cotangents(entries, in_segment, store_at):
+    valid = in_segment & (r["entry_row"][n, entries] >= 0)
+    token = r["entry_token"][n, entries]
+    weight = jnp.where(valid, r["entry_weight"][n, entries], 0)
+    log_at = r["entry_log"][n, entries]
     d_pairs = gather_rows(r["d_pairs"], (n,), token, cols, valid)     # [rows, C]
     causal = (cols[None, :] < token[:, None]) if strict else (cols[None, :] <= token[:, None])
     causal = causal & valid[:, None]
@@ -186,12 +179,13 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
     scaled = d_pairs * decay                                          # dP E
     d_key = weight[:, None] * scaled
     # Invalid lanes go out of bounds: masked stores never alias a valid lane's address.
-    pltriton.store(r["d_entry_weight"].at[n, jnp.where(valid, entries, num_entries)],
+    out_of_bounds = r["entry_row"].shape[-1]
+    pltriton.store(r["d_entry_weight"].at[n, jnp.where(valid, store_at, out_of_bounds)],
                    jnp.sum(scaled * keys, axis=1), mask=valid)
-    return d_keys + d_key, d_logs - d_key * keys
+    return d_key, -d_key * keys
 
   zeros = jnp.zeros((rows, chunk), jnp.float32)
-  d_keys, d_logs = lax.fori_loop(0, jnp.max(end - begin), depth, (zeros, zeros))
+  d_keys, d_logs = row_tile_sums(r, "", (n,), tile, config, cotangents, (zeros, zeros))
   r["d_key_table"][n, pl.ds(first, rows), :] = d_keys
   r["d_cum_log_decay"][n, pl.ds(first, rows), :] = d_logs
 
