@@ -11,8 +11,9 @@ GPU (projections, the top-k kernel, phase 1 with its pair-weight kernel, phase 2
 "gdn", the chunked gated delta rule with its backward kernels, bf16; "topk", the
 product-key top-k, float32 scores) at the given shapes and tiling (`--tiling` over that
 family's KernelConfig; not for sdm_layer), lowers the program for the "cuda" platform
-(with `platform.on_gpu` answering True, so every op picks what it picks on a GPU), and writes one `NN_<kernel>.ttir` per Pallas kernel (what `pallas_call(...,
-debug=True)` prints, in launch order) and `launch.json` (each kernel's warps and stages).
+(with `platform.on_gpu` answering True, so every op picks what it picks on a GPU), and
+writes one `NN_<kernel>.ttir` per Pallas kernel (what `pallas_call(..., debug=True)`
+prints, in launch order) and `launch.json` (each kernel's warps and stages).
 With Triton installed in a separate environment (the version the GPU's JAX uses),
 `triton_ir_stats.py` compiles those files for sm_90 and reports registers, spills, shared
 memory and instruction counts: a static check of a kernel change before any device time

@@ -10,8 +10,9 @@ programs fit on one H100/H200 multiprocessor at once (65,536 registers, 228 KB o
 memory, 64 warps): for latency-bound gathers that residency is what hides the loads; and
 the instructions of each loop body (a backward branch's span), so that instructions
 issued per program = the count outside the loops + each body times its trips (the trips
-are the kernel's own: rounds, chunks, blocks). A static estimate, not a timing. Each kernel compiles with the warps and pipeline stages its
-pallas_call asked for, from DIR/launch.json (written by triton_ir.py), else the flags.
+are the kernel's own: rounds, chunks, blocks). A static estimate, not a timing. Each
+kernel compiles with the warps and pipeline stages its pallas_call asked for, from
+DIR/launch.json (written by triton_ir.py), else the flags.
 """
 
 from __future__ import annotations
