@@ -61,7 +61,6 @@ class KernelConfig(NamedTuple):
   block_cols: int = 64      # BD: value columns per program
   row_tile: int = 32        # rows (slots) per program of the row-tile kernels
   group_entries: int = 128  # token-major entries per program of the gather kernels
-  gather_block: int = 64    # of a token's W (or R) rows, gathered per step of those kernels
   num_warps: int = 4
   num_stages: int = 1       # Triton software pipelining of the kernels' loops (1: none)
 
@@ -90,8 +89,7 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
-  check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries",
-                                     "gather_block", "num_warps"))
+  check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
   if value_dim % config.block_cols:
     raise ValueError(f"KernelConfig.block_cols must divide Dv = {value_dim}, "
                      f"got {config.block_cols}")
@@ -121,11 +119,6 @@ class _Dims(NamedTuple):
     return max(1, min(self.chunk, config.group_entries // max(self.writes, self.reads)))
 
 
-def _gather_steps(config: KernelConfig, width: int) -> tuple[int, int]:
-  """(rows per step, steps) of the gather kernels over a token's `width` (W or R, powers
-  of two) rows."""
-  rows = min(config.gather_block, width)
-  return rows, width // rows
 
 
 def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk, interpret,
@@ -242,17 +235,11 @@ def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
   if dims.shared:
     targets.append(("write_slot", "write_coef", "r0"))
   for slot_name, coef_name, out_name in targets:
-    step_rows, steps = _gather_steps(config, r[slot_name].shape[-1])
-
-    def step(j, acc, slot_name=slot_name, coef_name=coef_name, step_rows=step_rows):
-      # A block of each token's rows at a time: fewer live registers, more programs per SM.
-      entries = (c, bh, pl.ds(t0, group), pl.ds(j * step_rows, step_rows))
-      slots, coef = r[slot_name][entries], r[coef_name][entries]
-      rows = gather_rows(r["table"], (bh,), slots, cols, slots < dims.num_slots)
-      return acc + jnp.sum(coef[:, :, None] * rows, axis=1)
-
-    r[out_name][bh, pl.ds(t0, group), pl.ds(cols0, block)] = lax.fori_loop(
-        0, steps, step, jnp.zeros((group, block), jnp.float32))
+    slots = r[slot_name][c, bh, pl.ds(t0, group), :]
+    coef = r[coef_name][c, bh, pl.ds(t0, group), :]
+    rows = gather_rows(r["table"], (bh,), slots, cols, slots < dims.num_slots)
+    r[out_name][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(
+        coef[:, :, None] * rows, axis=1)
 
 
 def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -310,22 +297,14 @@ def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
   group, block = dims.token_group(config), config.block_cols
   c, bh, cols0, cols = _program(r, block)
   t0 = pl.multiple_of(pl.program_id(1) * group, group)
+  slots = r["write_slot"][c, bh, pl.ds(t0, group), :]
+  coef = r["update_coef"][c, bh, pl.ds(t0, group), :]
+  d_new = gather_rows(r["d_table"], (bh,), slots, cols, slots < dims.num_slots)  # [G, W, BD]
   delta_ref = r["delta"] if dims.shared else r["values"]
   delta = delta_ref[c, bh, pl.ds(t0, group), pl.ds(cols0, block)]
-  step_rows, steps = _gather_steps(config, r["write_slot"].shape[-1])
-  slab = pl.program_id(2)  # outside the loop: interpret mode reads program ids only there
-
-  def step(j, kd):
-    columns = pl.ds(j * step_rows, step_rows)
-    slots = r["write_slot"][c, bh, pl.ds(t0, group), columns]
-    coef = r["update_coef"][c, bh, pl.ds(t0, group), columns]
-    d_new = gather_rows(r["d_table"], (bh,), slots, cols, slots < dims.num_slots)  # [G, w, BD]
-    r["d_update_coef_out"][c, bh, slab, pl.ds(t0, group), columns] = jnp.sum(
-        d_new * delta[:, None, :], axis=2)
-    return kd + jnp.sum(coef[:, :, None] * d_new, axis=1)
-
-  r["kd"][bh, pl.ds(t0, group), pl.ds(cols0, block)] = lax.fori_loop(
-      0, steps, step, jnp.zeros((group, block), jnp.float32))
+  r["kd"][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(coef[:, :, None] * d_new, axis=1)
+  r["d_update_coef_out"][c, bh, pl.program_id(2), pl.ds(t0, group), :] = jnp.sum(
+      d_new * delta[:, None, :], axis=2)
 
 
 def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):

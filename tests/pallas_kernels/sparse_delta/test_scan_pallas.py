@@ -25,8 +25,8 @@ from tests.sdm_jax.ops.test_sparse_delta import random_inputs
 interpret_on_cpu = pytest.mark.skipif(
     jax.default_backend() == "gpu", reason="interpret-mode semantics tests run on CPU")
 
-# Small tiles so that the CPU shapes have several row tiles, slabs and gather steps.
-SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, group_entries=16, gather_block=2)
+# Small tiles so that the CPU shapes have several row tiles and slabs.
+SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, group_entries=16)
 
 
 def _plan(seed, *, error, chunk_size=16, shared_memory=False, table_dtype=jnp.float32,
@@ -139,7 +139,6 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
 
 @pytest.mark.parametrize("fields,match", [
     (dict(row_tile=24), "row_tile must be a power of two"),
-    (dict(gather_block=48), "gather_block must be a power of two"),
     (dict(block_cols=8), "block_cols must be >= 16"),
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
 ])
