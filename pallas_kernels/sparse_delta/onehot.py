@@ -4,8 +4,7 @@ Triton's dot takes bfloat16 operands at full speed; a float32 operand split into
 pieces (x = p1 + p2 + p3 + tiny) keeps every bit a float32 (3 pieces) or bfloat16 (1
 piece) value holds, and a 0/1 matrix is exact in bfloat16, so the products sum in float32
 with no rounding of the operands. Used by the decode step kernel (rows re-read after a
-write); the chunked kernels sum their row tiles segment by segment instead (`scan_pallas`,
-`pair_weights`), which measured faster on the H200 for phase 2.
+write) and the pair weights' backward (cotangents summed per table row).
 """
 
 from __future__ import annotations

@@ -16,9 +16,8 @@ with E = causal exp(l - L). XLA forms dK and dL as scatter-adds of float32 [C, X
 tensors for all chunks at once: at `sdm_small`'s layer on the H200 they held 3.7 of the
 5.2 GiB peak and, with their layout transposes, took about 3 ms. The kernel instead walks
 the slot-sorted entries of each row tile (phase 1's sorts, `ChunkIds.write_order` and
-`read_order`) and sums each row's own segment step by step, as phase 2's row tiles do
-(`scan_pallas`): nothing of size [C, X, C] reaches memory, and no two programs write the
-same row, so no atomics.
+`read_order`) and sums them with one-hot matmuls (`onehot.py`): nothing of
+size [C, X, C] reaches memory, and no two programs write the same row, so no atomics.
 """
 
 from __future__ import annotations
@@ -34,14 +33,16 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.sparse_delta import layout
-from pallas_kernels.sparse_delta.scan_pallas import gather_rows, row_tile_sums
+from pallas_kernels.sparse_delta.onehot import onehot_matmul
+from pallas_kernels.sparse_delta.scan_pallas import gather_rows
 
 BACKWARDS = ("xla", "pallas")
 
 
 class KernelConfig(NamedTuple):
   """Tiling of the backward kernel (powers of two)."""
-  row_tile: int = 32     # table rows per program
+  row_tile: int = 64     # table rows per program
+  entry_block: int = 64  # slot-sorted entries per one-hot matmul
   num_warps: int = 4
 
 
@@ -111,14 +112,13 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
   entry_row = jnp.take_along_axis(pos.reshape(n, -1).astype(jnp.int32), order, axis=-1)
   valid = entry_row < table_rows - 1
   entry_row = jnp.where(valid, entry_row, -1)
-  # Row r's segment starts at the first valid entry of row >= r: a running max of the rows
-  # puts the invalid entries interleaved among them into a neighbour's segment (the
-  # kernel masks those) and the ones before every valid entry into none.
-  row_begin = jax.vmap(lambda r: layout.tile_starts(r, rows, 1))(
+  # Tile t owns the entries from the first valid one of row >= t * row_tile: a running max
+  # of the rows skips the invalid entries interleaved among them (the kernel masks those).
+  entry_begin = jax.vmap(lambda r: layout.tile_starts(r, rows, config.row_tile))(
       lax.cummax(entry_row, axis=1))
   by_entry = lambda x: jnp.take_along_axis(  # noqa: E731
       x.reshape(n, -1).astype(jnp.float32), order, axis=-1)
-  inputs = dict(row_begin=row_begin, entry_row=entry_row, entry_token=order // width,
+  inputs = dict(entry_begin=entry_begin, entry_row=entry_row, entry_token=order // width,
                 entry_weight=by_entry(weights), entry_log=by_entry(log_at_token),
                 d_pairs=d_pairs.astype(jnp.float32), key_table=key_table.astype(jnp.float32),
                 cum_log_decay=cum_log_decay.astype(jnp.float32))
@@ -149,29 +149,30 @@ _pair_weights_kernel_bwd.defvjp(_fwd, _bwd)
 
 
 def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
-  """grid (chunks, row tiles): the tile's rows of dK and dL, and dw of their entries. At
-  step k every row i takes the k-th entry of its segment [row_begin[i], row_begin[i + 1]),
-  whose table row is row i itself (loaded once for the tile)."""
+  """grid (chunks, row tiles): the tile's rows of dK and dL, and dw of its entries."""
   r = dict(zip(names, refs))
   n, tile = pl.program_id(0), pl.program_id(1)
-  rows = config.row_tile
+  rows, block = config.row_tile, config.entry_block
   chunk = r["d_pairs"].shape[-1]
-  table_rows = r["key_table"].shape[-2]
+  num_entries = r["entry_row"].shape[-1]
   first = tile * rows
+  begin, end = r["entry_begin"][n, tile], r["entry_begin"][n, tile + 1]
   cols = jnp.arange(chunk, dtype=jnp.int32)
-  tile_rows = first + jnp.arange(rows, dtype=jnp.int32)
-  in_table = tile_rows < table_rows
-  keys = gather_rows(r["key_table"], (n,), jnp.minimum(tile_rows, table_rows - 1), cols,
-                     in_table)                                        # [rows, C]
-  logs = gather_rows(r["cum_log_decay"], (n,), jnp.minimum(tile_rows, table_rows - 1), cols,
-                     in_table)
+  row_ids = lax.broadcasted_iota(jnp.int32, (rows, block), 0)
 
-  def cotangents(entries, in_segment, store_at):
-    valid = in_segment & (r["entry_row"][n, entries] >= 0)
-    token = r["entry_token"][n, entries]
-    weight = jnp.where(valid, r["entry_weight"][n, entries], 0)
-    log_at = r["entry_log"][n, entries]
-    d_pairs = gather_rows(r["d_pairs"], (n,), token, cols, valid)     # [rows, C]
+  def body(k, acc):
+    d_keys, d_logs = acc
+    entries = begin + k * block + jnp.arange(block, dtype=jnp.int32)
+    in_range = entries < end
+    safe = jnp.where(in_range, entries, num_entries - 1)  # in bounds for unmasked loads
+    row = r["entry_row"][n, safe]
+    valid = in_range & (row >= 0)
+    token = r["entry_token"][n, safe]
+    weight = jnp.where(valid, r["entry_weight"][n, safe], 0)
+    log_at = r["entry_log"][n, safe]
+    keys = gather_rows(r["key_table"], (n,), row, cols, valid)        # [EB, C]
+    logs = gather_rows(r["cum_log_decay"], (n,), row, cols, valid)
+    d_pairs = gather_rows(r["d_pairs"], (n,), token, cols, valid)
     causal = (cols[None, :] < token[:, None]) if strict else (cols[None, :] <= token[:, None])
     causal = causal & valid[:, None]
     # Acausal gaps are positive and may overflow; zero them before exp, as the forward does.
@@ -179,13 +180,14 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
     scaled = d_pairs * decay                                          # dP E
     d_key = weight[:, None] * scaled
     # Invalid lanes go out of bounds: masked stores never alias a valid lane's address.
-    out_of_bounds = r["entry_row"].shape[-1]
-    pltriton.store(r["d_entry_weight"].at[n, jnp.where(valid, store_at, out_of_bounds)],
+    pltriton.store(r["d_entry_weight"].at[n, jnp.where(valid, entries, num_entries)],
                    jnp.sum(scaled * keys, axis=1), mask=valid)
-    return d_key, -d_key * keys
+    onehot = jnp.where(valid, row - first, -1)[None, :] == row_ids
+    return (d_keys + onehot_matmul(onehot, d_key, 3),
+            d_logs - onehot_matmul(onehot, d_key * keys, 3))
 
   zeros = jnp.zeros((rows, chunk), jnp.float32)
-  d_keys, d_logs = row_tile_sums(r, "", (n,), tile, config, cotangents, (zeros, zeros))
+  d_keys, d_logs = lax.fori_loop(0, (end - begin + block - 1) // block, body, (zeros, zeros))
   r["d_key_table"][n, pl.ds(first, rows), :] = d_keys
   r["d_cum_log_decay"][n, pl.ds(first, rows), :] = d_logs
 

@@ -157,21 +157,18 @@ def _scatter(ref, lead, rows, cols, values, valid):
                  mask=mask)
 
 
-def row_tile_sums(r, prefix, lead, tile_index, config, contribution, initial):
-  """Per row i of tile `tile_index` of chunk `lead` (e.g. (c, bh)), `initial[i]` plus the
-  sum over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in
-  float32: at step k every row adds its segment's k-th entry, for as many steps as the
-  tile's longest segment. (Summing onto `initial` keeps one [row_tile, BD] array live
-  across the loop instead of two.) Reads refs `prefix + "row_begin"` and
-  `prefix + "entry_token"` (for the entry count) and `config.row_tile`; the pair-weight
-  kernel sums its tiles the same way.
+def _row_tile_sums(r, prefix, lead, tile_index, config, contribution, initial):
+  """Per row i of tile `tile_index` of chunk `lead` = (c, bh), `initial[i]` plus the sum
+  over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in float32:
+  at step k every row adds its segment's k-th entry, for as many steps as the tile's
+  longest segment. (Summing onto `initial` keeps one [row_tile, BD] array live across the
+  loop instead of two.)
 
-  `contribution(entries, valid, store_at)` returns what each row of the tile adds (arrays
-  shaped like `initial`, a tuple of them for several sums), for entries[i] in row i's
-  segment. `entries` are clamped in bounds (for unmasked loads); `store_at` puts invalid
-  lanes out of bounds, so masked per-entry stores never alias a valid lane (in interpret
-  mode a masked store writes back the old value, and out-of-bounds writes drop). Returns
-  the sums, shaped like `initial`.
+  `contribution(entries, valid, store_at)` returns one [BD] row per row of the tile, for
+  entries[i] in row i's segment. `entries` are clamped in bounds (for unmasked loads);
+  `store_at` puts invalid lanes out of bounds, so masked per-entry stores never alias a
+  valid lane (in interpret mode a masked store writes back the old value, and
+  out-of-bounds writes drop). Returns [row_tile, BD].
   """
   rows = config.row_tile
   first_row = tile_index * rows
@@ -184,7 +181,7 @@ def row_tile_sums(r, prefix, lead, tile_index, config, contribution, initial):
     valid = entries < end
     safe = jnp.where(valid, entries, num_entries - 1)
     store_at = jnp.where(valid, entries, num_entries)
-    return jax.tree.map(jnp.add, acc, contribution(safe, valid, store_at))
+    return acc + contribution(safe, valid, store_at)
 
   return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
 
@@ -281,7 +278,7 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
-  new_rows = row_tile_sums(r, "", here, tile_index, config, update,
+  new_rows = _row_tile_sums(r, "", here, tile_index, config, update,
                             decay[:, None] * written)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid)
 
@@ -348,7 +345,7 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                      jnp.sum(written * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = row_tile_sums(r, "", here, tile_index, config, start_estimate,
+    d_start = _row_tile_sums(r, "", here, tile_index, config, start_estimate,
                              d_start)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid)
 
@@ -375,7 +372,7 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
   _scatter(d_table, (bh,), row_slot, cols,
-           row_tile_sums(r, "read_", here, tile_index, config, read_cotangent,
+           _row_tile_sums(r, "read_", here, tile_index, config, read_cotangent,
                           current), valid)
 
 

@@ -51,7 +51,7 @@ def _assert_grads_match(got, want, *, tol):
 
 @pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("config", [pair_weights.KernelConfig(),
-                                    pair_weights.KernelConfig(row_tile=16)])
+                                    pair_weights.KernelConfig(row_tile=16, entry_block=16)])
 def test_kernel_backward_matches_xla(strict, config):
   args = _inputs(int(strict) + 2 * config.row_tile, unwritten=0.0 if strict else 0.3)
   d_pairs = jax.random.normal(jax.random.PRNGKey(3), (3, 16, 16))
