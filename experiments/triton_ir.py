@@ -189,7 +189,8 @@ def main(argv):
                                   writes=_WRITES.value, reads=_READS.value,
                                   chunk_size=_CHUNK.value)
   elif _OP.value == "gdn":
-    config = tiling.parse_tiling(_TILING.value, chunk_pallas.default_config(_VALUE_DIM.value))
+    config = tiling.parse_tiling(_TILING.value,
+                                 chunk_pallas.default_config(_VALUE_DIM.value, jnp.bfloat16))
     modules = gdn_kernel_ir(batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value,
                             key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value,
                             chunk_size=_CHUNK.value, config=config)

@@ -29,8 +29,10 @@ reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backwar
 (d q, d k, d v, d g, d beta of each chunk, written time-major in the inputs' dtypes).
 
 Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
-XLA twin does; every other matmul is float32 (TF32x3 on the GPU, or one TF32 pass with
-`KernelConfig.f32_dot_passes=1`; full precision in interpret mode). Decays are exp of
+XLA twin does; every other matmul is float32: one TF32 pass on the GPU for 16-bit inputs
+(what XLA's default float32 matmuls give the twin), TF32x3 (about float32) for float32
+inputs (`KernelConfig.f32_dot_passes`, `default_config`); full precision in interpret
+mode. Decays are exp of
 differences inside one chunk, masked before the exp, so strong decays underflow to 0 and
 never overflow.
 
@@ -76,10 +78,23 @@ class KernelConfig(NamedTuple):
 DIAGONAL_INVERSES = ("substitution", "matmuls")
 
 
-def default_config(value_dim: int) -> KernelConfig:
-  """`KernelConfig()` with every block width at most V (the state kernel's own default,
-  `state_pallas.default_block_v`). The defaults are the ones Triton 3.6 compiles for sm_90
-  with the fewest register spills at K = 64, V = 128, C = 64 (ptxas -v; not yet timed)."""
+def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
+  """The tiling for V = value_dim and inputs (q, k, v) of `dtype`, every block width at most
+  V (the state kernel's own default, `state_pallas.default_block_v`).
+
+  16-bit inputs: one TF32 pass per float32 matmul (the precision XLA's default float32
+  matmuls give the chunked twin on the same inputs), the diagonal blocks of X by matmuls and
+  the preparation kernel's update in 64-column steps: on the H200 at issue 16's three shapes
+  (bf16, K = 64, V = 128, C = 64) the forward took 0.77 / 1.33 / 0.69 ms this way against
+  1.63 / 2.42 / 1.35 ms with the float32 tiling (WORKSPACE.md, session 15). float32 inputs:
+  TF32x3 (about float32) and forward substitution, the tiling Triton 3.6 compiled with the
+  fewest spills (not timed against the other)."""
+  if jnp.dtype(dtype).itemsize < 4:
+    return KernelConfig(block_v=min(value_dim, 64),
+                        state_block_v=state_pallas.default_block_v(value_dim),
+                        prepare_block_v=min(value_dim, 64),
+                        backward_block_v=min(value_dim, 32), f32_dot_passes=1,
+                        diagonal_inverse="matmuls")
   return KernelConfig(block_v=min(value_dim, 64),
                       state_block_v=state_pallas.default_block_v(value_dim),
                       prepare_block_v=16, backward_block_v=min(value_dim, 32))
@@ -576,7 +591,7 @@ def forward(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
   float32); initial_state [B, H, K, V] float32. Shapes must pass `kernel_limits`.
   """
   seq_len = q.shape[1]
-  config = config or default_config(v.shape[-1])
+  config = config or default_config(v.shape[-1], jnp.result_type(q, k, v))
   interpret = (not platform.on_gpu()) if interpret is None else interpret
   padded = _pad_time((q, k, v, g, beta), seq_len, _shape_of(q, v, chunk_size).num_chunks
                      * chunk_size)
@@ -639,7 +654,7 @@ def gated_delta_rule(q, k, v, g, beta, initial_state, *, scale: float, chunk_siz
       the start states for them). Else twin(q, k, v, g, beta, initial_state) -> (o, final
       state), the same function in differentiable JAX: under differentiation it runs
       instead of the kernels and gradients are its gradients.
-    config: tiling (`KernelConfig`); default `default_config(V)`.
+    config: tiling (`KernelConfig`); default `default_config(V, dtype of q, k, v)`.
     interpret: run the kernels in interpret mode; default: unless on a GPU.
 
   Returns:
@@ -653,7 +668,7 @@ def gated_delta_rule(q, k, v, g, beta, initial_state, *, scale: float, chunk_siz
                          dtype=jnp.result_type(q, k, v, g, beta, initial_state, jnp.float32))
   if reason:
     raise ValueError(f"the Pallas gated delta kernels cannot run: {reason}")
-  config = config or default_config(value_dim)
+  config = config or default_config(value_dim, jnp.result_type(q, k, v))
   reason = config_limits(config, value_dim)
   if reason:
     raise ValueError(f"config cannot tile these inputs: {reason}")
