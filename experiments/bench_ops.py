@@ -44,7 +44,7 @@ _GDN_STATE_PASS = flags.DEFINE_enum(
     "With --impl=chunked (or auto): how the GDN path finds chunk start states (XLA scan or "
     "the Pallas state kernel); default: what the op picks here (the kernel on a GPU).")
 _GDN_BACKWARD = flags.DEFINE_enum(
-    "gdn_backward", "chunked", list(gated_delta.PALLAS_BACKWARDS),
+    "gdn_backward", "pallas", list(gated_delta.PALLAS_BACKWARDS),
     "With --impl=pallas (or auto on a GPU), and for gdn_tiling: how the GDN Pallas path finds "
     "gradients (through the chunked XLA path, or the backward kernels; gdn_tiling times "
     "fwd+bwd only for the latter).")

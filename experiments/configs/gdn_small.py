@@ -12,11 +12,12 @@ from experiments.configs.base import lm_config
 
 
 def get_config():
-  # Chunks of 128: this GDN layer (B=16, T=2048, H=4) took 0.92 / 2.51 ms fwd / fwd+bwd on
-  # the H200 against 0.94 / 2.64 ms with 64 (WORKSPACE.md, issue 16); the baseline at its best.
+  # Chunks of 64, where "auto" runs the GDN kernels: this layer's op (B=16, T=2048, H=4)
+  # took 0.67 / 2.01 ms fwd / fwd+bwd on the H200 against 0.94 / 2.44 ms for the chunked path
+  # at its best chunk, 128 (WORKSPACE.md, issue 16, session 15); the baseline at its best.
   config = lm_config("gdn_small", d_model=512, num_layers=8, pattern="SSSG", num_heads=8,
                      window=256, max_seq_len=2048, compute_dtype="bfloat16", gdn_heads=4,
-                     gdn_head_dim=64, gdn_expand_v=2.0, gdn_chunk_size=128)
+                     gdn_head_dim=64, gdn_expand_v=2.0, gdn_chunk_size=64)
   config.train.update(batch_size=16, seq_len=2048, steps=900, peak_lr=2e-3, warmup_steps=90,
                       checkpoint_every=900, log_every=100, eval_batch_size=16,
                       eval_tokens=262_144)

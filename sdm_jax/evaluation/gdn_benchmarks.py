@@ -37,7 +37,7 @@ def make_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
 
 
 def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
-              repeats, state_pass=None, pallas_backward="chunked", top_ops=0
+              repeats, state_pass=None, pallas_backward="pallas", top_ops=0
               ) -> dict[str, Any]:
   """Times gated_delta_rule forward and forward+backward (grads of sum(o) w.r.t. all inputs).
 
@@ -93,7 +93,7 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
 
 def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: int,
                       key_dim: int, value_dim: int, chunk_size: int, dtype: str,
-                      pallas_backward: str = "chunked", warmup: int = 2,
+                      pallas_backward: str = "pallas", warmup: int = 2,
                       repeats: int = 10) -> dict[str, Any]:
   """Median ms of the Pallas path (`gated_delta_rule_pallas`) for each tiling ("default" or
   "field=value;..." over `chunk_pallas.KernelConfig`): the forward, and with
@@ -105,7 +105,7 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
                        value_dim=value_dim, dtype=jnp.dtype(dtype))
   results, first = [], None
   for spec in tilings:
-    config = tiling.parse_tiling(spec, chunk_pallas.default_config(value_dim))
+    config = tiling.parse_tiling(spec, chunk_pallas.default_config(value_dim, dtype))
     reason = chunk_pallas.config_limits(config, value_dim)
     if reason:
       raise ValueError(f"tiling {spec!r}: {reason}")

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
 from pallas_kernels import platform
 from pallas_kernels.gated_delta import chunk_pallas
 from pallas_kernels.gated_delta import state_pallas
@@ -28,11 +30,23 @@ def pallas_unsupported(q, k, v, chunk_size: int) -> str | None:
                                     dtype=accumulation_dtype(q.dtype, k.dtype, v.dtype))
 
 
-# Timed on one H200 (WORKSPACE.md, issue 16): the chunk-local kernels made the forward
-# slower than the chunked XLA path with the state kernel at two of three shapes (1.29-1.41
-# vs 1.02 ms at B=4, T=4096, H=8), and their backward kernels 1.8-2.3x slower than the XLA
-# backward. "auto" keeps the chunked path (with the state kernel on GPU) until they win.
-_AUTO_KEEPS_CHUNKED = "the chunk-local kernels were slower than the chunked path on the H200"
+# Timed on one H200 (WORKSPACE.md, issue 16, session 15; bf16, K = 64, V = 128, C = 64):
+# the kernels with their backward kernels beat the chunked path (XLA chunk-local math and
+# the state kernel) at the issue's three shapes. Only that was measured, so "auto" takes
+# them for 16-bit inputs at that chunk length and keeps the chunked path elsewhere.
+AUTO_KERNEL_CHUNK_SIZE = 64
+
+
+def auto_kernel_unsupported(q, k, v, chunk_size: int) -> str | None:
+  """Why "auto" does not run the Pallas kernels on these inputs, or None if it does."""
+  reason = pallas_unsupported(q, k, v, chunk_size)
+  if reason:
+    return reason
+  if jnp.result_type(q.dtype, k.dtype, v.dtype).itemsize >= 4:
+    return "the kernels were timed with 16-bit inputs only"
+  if chunk_size != AUTO_KERNEL_CHUNK_SIZE:
+    return f"the kernels were timed at chunk_size {AUTO_KERNEL_CHUNK_SIZE} only"
+  return None
 
 
 def state_kernel_unsupported(q, k, v) -> str | None:
@@ -52,14 +66,15 @@ def chunked_state_pass(q, k, v) -> str:
 def resolve_impl(impl: str, q, k, v, *, chunk_size: int = 64) -> str:
   """The implementation `impl` runs for these inputs (shapes and dtypes are what count).
 
-  "auto" is "chunked" everywhere for now (`_AUTO_KEEPS_CHUNKED`): the chunked path, whose
-  state pass is the Pallas state kernel on a GPU (`chunked_state_pass`). "pallas" is
-  "pallas_gpu" (the chunk-local kernels too; interpreted off GPU); there is no TPU kernel,
-  so "pallas" on a TPU raises.
+  "auto" is "pallas_gpu" on a GPU where `auto_kernel_unsupported` says nothing against it
+  (16-bit inputs, chunk_size 64, K and V powers of two >= 16), else "chunked": the chunked
+  path, whose state pass is the Pallas state kernel on a GPU (`chunked_state_pass`).
+  "pallas" is "pallas_gpu" (the chunk-local kernels too; interpreted off GPU); there is no
+  TPU kernel, so "pallas" on a TPU raises.
   """
-  del chunk_size  # what "auto" would check (`pallas_unsupported`) once it takes the kernels
-  resolved = dispatch.resolve_impl(impl, IMPLS, xla="chunked",
-                                   pallas_unsupported=lambda: _AUTO_KEEPS_CHUNKED)
+  resolved = dispatch.resolve_impl(
+      impl, IMPLS, xla="chunked",
+      pallas_unsupported=lambda: auto_kernel_unsupported(q, k, v, chunk_size))
   if resolved == "pallas_tpu":
     raise ValueError("there is no TPU kernel for the gated delta rule: use impl='chunked', "
                      "or 'pallas_gpu' (the GPU kernel, interpreted)")
@@ -75,12 +90,13 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
     scale: multiplies q; defaults to K**-0.5.
     initial_state: [B, H, K, V] or None (zeros).
     chunk_size: tokens per chunk of the chunked path (> 0); any T works.
-    impl: "auto" (see `resolve_impl`: "chunked" for now) | "reference" | "chunked" (XLA
-      chunk-local math; the state pass the Pallas state kernel on a GPU where it takes the
-      inputs, a `lax.scan` elsewhere) | "pallas" = "pallas_gpu" (`gated_delta_rule_pallas`: the chunk-local and state
-      Pallas kernels for the forward, gradients through the chunked path with the state
-      kernel; interpret mode off GPU; no TPU kernel; ValueError naming the limit for inputs
-      they cannot take: float64, K, V or chunk_size not a power of two >= 16).
+    impl: "auto" (see `resolve_impl`: the kernels on a GPU for 16-bit inputs at
+      chunk_size 64, else "chunked") | "reference" | "chunked" (XLA chunk-local math; the
+      state pass the Pallas state kernel on a GPU where it takes the inputs, a `lax.scan`
+      elsewhere) | "pallas" = "pallas_gpu" (`gated_delta_rule_pallas`: the chunk-local and
+      state Pallas kernels, forward and backward; interpret mode off GPU; no TPU kernel;
+      ValueError naming the limit for inputs they cannot take: float64, K, V or chunk_size
+      not a power of two >= 16).
 
   Returns:
     (o [B, T, H, V] in v's dtype, final state [B, H, K, V] in float32, float64 for float64
@@ -102,6 +118,7 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_
 
 
 __all__ = [
+    "AUTO_KERNEL_CHUNK_SIZE",
     "IMPLS",
     "PALLAS_BACKWARDS",
     "STATE_PASSES",
@@ -110,6 +127,7 @@ __all__ = [
     "gated_delta_rule_pallas",
     "gated_delta_rule_reference",
     "gated_delta_step",
+    "auto_kernel_unsupported",
     "chunked_state_pass",
     "resolve_impl",
 ]

@@ -77,7 +77,7 @@ def gated_delta_rule_chunked(q, k, v, g, beta, *, scale=None, initial_state=None
 
 def gated_delta_rule_pallas(q, k, v, g, beta, *, scale=None, initial_state=None, chunk_size=64,
                             config: chunk_pallas.KernelConfig | None = None,
-                            backward: str = "chunked"):
+                            backward: str = "pallas"):
   """The gated delta rule by the chunk-local Pallas kernels; same contract as the reference.
 
   The forward is `chunk_pallas.gated_delta_rule` (preparation, state and output kernels;
@@ -87,13 +87,14 @@ def gated_delta_rule_pallas(q, k, v, g, beta, *, scale=None, initial_state=None,
     As `gated_delta_rule_chunked`; chunk_size, K and V powers of two >= 16 and float32
     accumulation (`chunk_pallas.kernel_limits`).
     config: the kernels' tiling (`chunk_pallas.KernelConfig`), default
-      `chunk_pallas.default_config(V)`.
-    backward: how gradients are found. "chunked": they are those of
-      `gated_delta_rule_chunked(..., state_pass="pallas")`, which then also runs the
-      forward: training costs what the chunked path costs, forward-only calls take the
-      kernels. "pallas": the backward kernels (start-state gradients, the reverse state
-      kernel, the chunk-local backward), the forward keeping X, the transitions and the
-      start states for them; not yet timed on a GPU, hence not the default.
+      `chunk_pallas.default_config(V, dtype of q, k, v)`.
+    backward: how gradients are found. "pallas" (default): the backward kernels
+      (start-state gradients, the reverse state kernel, the chunk-local backward), the
+      forward keeping X, the transitions and the start states for them; with the 16-bit
+      tiling they beat the chunked path's gradients on the H200 (WORKSPACE.md, issue 16).
+      "chunked": they are those of `gated_delta_rule_chunked(..., state_pass="pallas")`,
+      which then also runs the forward: training costs what the chunked path costs,
+      forward-only calls take the kernels.
 
   Raises:
     ValueError: naming the field or the kernels' limit.

@@ -123,26 +123,32 @@ def _kernel_names(jaxpr, names=None):
   return names
 
 
-def test_forward_runs_the_kernels_and_gradients_run_the_twin():
-  """Forward-only calls trace the three launches; under `grad` only the twin runs (the
-  state kernel forward and backward), so training costs what the chunked path costs."""
+def test_gradients_run_the_backward_kernels_or_the_twin():
+  """Forward-only calls trace the three launches. Under `grad`, impl="pallas" runs the
+  backward kernels by default; with backward="chunked" only the twin runs (the state kernel
+  forward and backward), so training costs what the chunked path costs."""
   q, k, v, g, beta, state = _inputs(1, batch=1, seq_len=32, heads=1, key_dim=16,
                                     value_dim=16)
-  op = functools.partial(gated_delta.gated_delta_rule, chunk_size=16, impl="pallas")  # twin
+  op = functools.partial(gated_delta.gated_delta_rule, chunk_size=16, impl="pallas")
   forward = jax.make_jaxpr(op)(q, k, v, g, beta, initial_state=state)
   assert _kernel_names(forward.jaxpr) == ["_prepare_kernel", "_forward_kernel",
                                           "_output_kernel"]
 
-  def loss(*args, op=op):
-    o, final = op(*args[:5], initial_state=args[5])
-    return o.sum() + final.sum()
+  def gradient_kernels(op):
+    def loss(*args):
+      o, final = op(*args[:5], initial_state=args[5])
+      return o.sum() + final.sum()
+    return _kernel_names(jax.make_jaxpr(jax.grad(loss, range(6)))(
+        q, k, v, g, beta, state).jaxpr)
 
+  assert gradient_kernels(op) == [
+      "_prepare_kernel", "_forward_kernel", "_output_kernel", "_start_gradient_kernel",
+      "_backward_kernel", "_chunk_backward_kernel"]
   twin = functools.partial(gated_delta.gated_delta_rule_chunked, chunk_size=16,
                            state_pass="pallas")
-  gradient = jax.make_jaxpr(jax.grad(loss, range(6)))(q, k, v, g, beta, state)
-  twin_gradient = jax.make_jaxpr(jax.grad(functools.partial(loss, op=twin), range(6)))(
-      q, k, v, g, beta, state)
-  assert _kernel_names(gradient.jaxpr) == _kernel_names(twin_gradient.jaxpr) == [
+  through_twin = functools.partial(gated_delta.gated_delta_rule_pallas, chunk_size=16,
+                                   backward="chunked")
+  assert gradient_kernels(through_twin) == gradient_kernels(twin) == [
       "_forward_kernel", "_backward_kernel"]
 
 

@@ -290,13 +290,21 @@ def test_pallas_rejects_inputs_the_kernels_cannot_take(inputs):
     ops.gated_delta_rule(q, k, v, g, beta, initial_state=state, impl="pallas_tpu")
 
 
-def test_auto_runs_chunked_with_the_state_kernel_on_gpu_where_it_fits(monkeypatch, inputs):
+def test_auto_runs_the_kernels_on_gpu_where_they_were_timed_else_chunked(monkeypatch, inputs):
   (q, k, v, _, _), _ = inputs  # K = 8: the state kernel declines
-  fits = make_inputs(0, **KERNEL_SHAPE)[0][:3]
+  fits = make_inputs(0, **KERNEL_SHAPE)[0][:3]  # float32
+  fits_bf16 = tuple(x.astype(jnp.bfloat16) for x in fits)
   assert gated_delta.resolve_impl("auto", *fits) == "chunked"
+  assert gated_delta.resolve_impl("auto", *fits_bf16) == "chunked"  # CPU
   assert gated_delta.chunked_state_pass(*fits) == "scan"  # CPU
   monkeypatch.setattr(platform, "on_gpu", lambda: True)
-  assert gated_delta.resolve_impl("auto", *fits) == "chunked"
+  assert gated_delta.resolve_impl("auto", *fits_bf16, chunk_size=64) == "pallas_gpu"
+  assert gated_delta.auto_kernel_unsupported(*fits_bf16, chunk_size=64) is None
+  assert gated_delta.resolve_impl("auto", *fits_bf16, chunk_size=128) == "chunked"
+  assert "chunk_size 64" in gated_delta.auto_kernel_unsupported(*fits_bf16, chunk_size=128)
+  assert gated_delta.resolve_impl("auto", *fits, chunk_size=64) == "chunked"
+  assert "16-bit" in gated_delta.auto_kernel_unsupported(*fits, chunk_size=64)
+  assert gated_delta.resolve_impl("auto", q, k, v, chunk_size=64) == "chunked"  # K = 8
   assert gated_delta.resolve_impl("pallas", *fits) == "pallas_gpu"
   assert gated_delta.chunked_state_pass(*fits) == "pallas"
   assert gated_delta.chunked_state_pass(q, k, v) == "scan"
