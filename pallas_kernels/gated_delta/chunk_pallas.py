@@ -15,8 +15,10 @@ time-major; T is padded to a multiple of C only when it is not one already):
    X is built from 16 x 16 blocks (Triton has no triangular solve): each diagonal block by
    forward substitution (15 dependent row steps, elementwise; `diagonal_inverse=
    "substitution"`) or by six masked 16 x 16 matmuls that double the inverted block size
-   from 4 to 16 (`"matmuls"`, `_invert_diagonal_blocks_by_matmuls`), the blocks below the
-   diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. It writes X [C, C] for the output
+   from 4 to 16 (`"matmuls"`, `_unit_lower_inverse_by_doubling`), the blocks below the
+   diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. Or (`"chunk"`,
+   `_prepare_chunk_kernel`; built in session 15, not yet timed) the same doubling over the
+   whole chunk, and every product on whole tiles. It writes X [C, C] for the output
    kernel: fewer bytes than w and u ([C, K + V]), at the price of two matmuls recomputed
    there.
 2. `state_pallas.chunk_states`: the start state S0 of every chunk (one sequential launch).
@@ -72,10 +74,10 @@ class KernelConfig(NamedTuple):
   backward_warps: int = 8
   num_stages: int = 1        # of the chunk-local kernels
   f32_dot_passes: int = 3    # float32 matmuls of the chunk-local kernels: 3 TF32x3, 1 TF32
-  diagonal_inverse: str = "substitution"  # or "matmuls" (module docstring, launch 1)
+  diagonal_inverse: str = "substitution"  # or "matmuls", "chunk" (module docstring, launch 1)
 
 
-DIAGONAL_INVERSES = ("substitution", "matmuls")
+DIAGONAL_INVERSES = ("substitution", "matmuls", "chunk")
 
 
 def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
@@ -187,36 +189,70 @@ def _invert_diagonal_blocks(blocks):
   return lax.fori_loop(1, n, step, tuple(identity for _ in blocks))
 
 
-def _invert_diagonal_blocks_by_matmuls(blocks, precision):
-  """(I + a)^-1 for each strictly lower-triangular [16, 16] block a with [16, 16] matmuls
-  only (no dependent row steps), by doubling within the tile:
+def _unit_lower_inverse_by_doubling(a, precision, *, base: int = 4):
+  """(I + a)^-1 for a strictly lower-triangular [n, n] a (n a power of two >= base) with
+  n x n matmuls only (no dependent row steps), by doubling the inverted block size:
 
-  - within each 4 x 4 diagonal block, (I + d)^-1 = (I - d)(I + d^2) (d^4 = 0), d = a masked
-    to those blocks;
-  - then for s = 8, 16: with Y the inverse within the s/2-blocks and e = a masked to the
-    lower-left quadrant of each s-block, I + a = (I + d)(I + Y e) and (Y e)^2 = 0, so the
-    inverse within s-blocks is (I - Y e) Y.
+  - within each base x base diagonal block, (I + d)^-1 = (I - d)(I + d^2) (d^4 = 0), d = a
+    masked to those blocks;
+  - then for s = 2 base, ..., n: with Y the inverse within the s/2-blocks and e = a masked
+    to the lower-left quadrant of each s-block, I + a = (I + d)(I + Y e) and (Y e)^2 = 0,
+    so the inverse within s-blocks is (I - Y e) Y.
 
-  A plain product (I - a)(I + a^2)(I + a^4)(I + a^8) would take as many matmuls, but its
-  terms grow like binomial coefficients where keys repeat (1.2e-4 error for a block of
-  0.9s against 6e-10 by substitution); here no term is a power above a^3."""
-  row, col = _iota((BLOCK_T, BLOCK_T), 0), _iota((BLOCK_T, BLOCK_T), 1)
+  Entries above the diagonal stay exactly zero. A plain product (I - a)(I + a^2)(I + a^4)
+  ... would take as many matmuls, but its terms grow like binomial coefficients where keys
+  repeat (1.2e-4 error for a 16 x 16 block of 0.9s against 6e-10 by substitution); here no
+  term is a power above a^3."""
+  n = a.shape[0]
+  row, col = _iota((n, n), 0), _iota((n, n), 1)
   identity = (row == col).astype(jnp.float32)
-  base = 4
-  in_base_blocks = row // base == col // base
-  inverses = []
-  for a in blocks:
-    d = jnp.where(in_base_blocks, a, 0.0)
-    inverse = _dot(identity - d, identity + _dot(d, d, precision), precision)
-    size = 2 * base
-    while size <= BLOCK_T:
-      lower_left = (row // size == col // size) & (row % size >= size // 2) & (
-          col % size < size // 2)
-      coupling = _dot(inverse, jnp.where(lower_left, a, 0.0), precision)
-      inverse = inverse - _dot(coupling, inverse, precision)
-      size *= 2
-    inverses.append(inverse)
-  return tuple(inverses)
+  d = jnp.where(row // base == col // base, a, 0.0)
+  inverse = _dot(identity - d, identity + _dot(d, d, precision), precision)
+  size = 2 * base
+  while size <= n:
+    lower_left = (row // size == col // size) & (row % size >= size // 2) & (
+        col % size < size // 2)
+    coupling = _dot(inverse, jnp.where(lower_left, a, 0.0), precision)
+    inverse = inverse - _dot(coupling, inverse, precision)
+    size *= 2
+  return inverse
+
+
+def _prepare_chunk_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref,
+                          inverse_ref, *, block_v: int, interpret: bool, f32_passes: int):
+  """`_prepare_kernel`'s outputs with every product on whole [C, C] and [C, K] tiles
+  (`diagonal_inverse="chunk"`): A by one matmul, X = (I + A)^-1 by doubling over the whole
+  chunk (`_unit_lower_inverse_by_doubling`), w, the transition and each update slab by one
+  matmul each; about 15 matmuls of C x C x 64 instead of about 90 of 16 x 16 blocks."""
+  value_dim = v_ref.shape[-1]
+  key_dim = k_ref.shape[-1]
+  f32 = jnp.float32
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  f32_precision = _precision(f32, interpret, f32_passes)
+  keys = k_ref[...]
+  beta = beta_ref[...].astype(f32)
+  g = g_ref[...].astype(f32)
+  cumulative = jnp.cumsum(g)
+  g_last = jnp.sum(g)
+  a = (beta[:, None] * _decays(cumulative, cumulative, "strict")
+       * _dot(keys, keys, input_precision, transpose_b=True))
+  x = _unit_lower_inverse_by_doubling(a, f32_precision)
+  inverse_ref[...] = x
+
+  keys_f32 = keys.astype(f32)
+  w = _dot(x, (beta * jnp.exp(cumulative))[:, None] * keys_f32, f32_precision)
+  keys_to_end = jnp.exp(g_last - cumulative)[:, None] * keys_f32
+  eye = (_iota((key_dim, key_dim), 0) == _iota((key_dim, key_dim), 1)).astype(f32)
+  transition_ref[...] = (jnp.exp(g_last) * eye
+                         - _dot(keys_to_end, w, f32_precision, transpose_a=True))
+
+  def update_slab(slab, carry):
+    cols = pl.ds(pl.multiple_of(slab * block_v, block_v), block_v)
+    u = _dot(x, beta[:, None] * v_ref[:, cols].astype(f32), f32_precision)
+    update_ref[:, cols] = _dot(keys_to_end, u, f32_precision, transpose_a=True)
+    return carry
+
+  lax.fori_loop(0, value_dim // block_v, update_slab, 0)
 
 
 def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, inverse_ref, *,
@@ -251,7 +287,8 @@ def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, i
         * _dot(keys[b], keys[j], input_precision, transpose_b=True)
         for j in range(b + 1)])
   diagonal_blocks = tuple(a[b][b] for b in range(num_blocks))
-  diagonal = (_invert_diagonal_blocks_by_matmuls(diagonal_blocks, f32_precision)
+  diagonal = (tuple(_unit_lower_inverse_by_doubling(block, f32_precision)
+                    for block in diagonal_blocks)
               if diagonal_inverse == "matmuls" else _invert_diagonal_blocks(diagonal_blocks))
   x = []  # x[b][j] = X[rows b, rows j] for j <= b
   for b in range(num_blocks):
@@ -516,16 +553,19 @@ def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, inte
   n, bh, c, kd, vd = (shape.num_chunks, shape.batch_heads, shape.chunk, shape.key_dim,
                       shape.value_dim)
   f32 = jnp.float32
+  if config.diagonal_inverse == "chunk":
+    prepare = _prepare_chunk_kernel
+  else:
+    prepare = functools.partial(_prepare_kernel, diagonal_inverse=config.diagonal_inverse)
   transition, update, inverse = _call(
-      _prepare_kernel, (bh, n),
+      prepare, (bh, n),
       [_time_major(shape, kd, _chunk_grid), _time_major(shape, vd, _chunk_grid),
        _time_major(shape, None, _chunk_grid), _time_major(shape, None, _chunk_grid)],
       [_per_chunk((kd, kd), _chunk_grid), _per_chunk((kd, vd), _chunk_grid),
        _per_chunk((c, c), _chunk_grid)],
       [jax.ShapeDtypeStruct((n, bh, kd, kd), f32), jax.ShapeDtypeStruct((n, bh, kd, vd), f32),
        jax.ShapeDtypeStruct((n, bh, c, c), f32)],
-      config.prepare_warps, config, interpret, block_v=config.prepare_block_v,
-      diagonal_inverse=config.diagonal_inverse)(k, v, g, beta)
+      config.prepare_warps, config, interpret, block_v=config.prepare_block_v)(k, v, g, beta)
   start_states, final_state = state_pallas.chunk_states(
       transition, update, initial_state.reshape(bh, kd, vd).astype(f32),
       block_v=config.state_block_v, interpret=interpret)
