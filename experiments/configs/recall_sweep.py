@@ -9,7 +9,8 @@ sdm_reads); the task seq_len, num_kv_pairs (mqar), vocab_size; training steps (t
 batch_size, peak_lrs (each model once per learning rate), compute_dtype; scoring
 eval_seq_lens, eval_num_kv_pairs, eval_examples; and, with defaults in
 `sdm_jax.evaluation.recall_sweep.SETTING_DEFAULTS`: task and task_options, sdm_match_gdn
-(the isoFLOP SDM twin of each GDN head dim), m0_lr_multipliers, log_every, and the stop
+(the isoFLOP SDM twin of each GDN head dim), m0_lr_multipliers, seeds (each model once
+per training seed; default 0 only), log_every, and the stop
 rule plateau_window (0: off), plateau_min_improvement, plateau_min_steps,
 plateau_loss_floor, plateau_pause_fraction.
 
@@ -130,6 +131,16 @@ PRESETS = {
     # The isoFLOP twin of G K=128 (N = 3,136, W = R = 128: 30 ms); per rate 6000 x 30 ms
     # = 180 s + 25 s = 205 s; 410 s.
     "mqar512_isoflop128": _mqar512(mixers="M", gdn_head_dims=(128,), sdm_match_gdn=True),
+    # The noise level of presets 2-3 (session 15: N = 2^18 trained, 2^14 and 2^16 did not,
+    # the K = 64 twin did not where the W = 32 model of its table did): seeds 1 and 2 of
+    # M N = 4,096, 2^18 and the K = 64 twin at their rate, 3e-3 (6.0 + 13.1 + 9.1 ms per
+    # step, measured): per seed 6000 x 28.2 ms = 169 s + 75 s = 244 s; 488 s.
+    "mqar512_seeds_sdm": _mqar512(mixers="M", sdm_slots=(4096, 262144), gdn_head_dims=(64,),
+                                  sdm_match_gdn=True, peak_lrs=(3e-3,), seeds=(1, 2)),
+    # ... and of G K = 32, 64 at theirs, 1e-3 (2.8-3.3 ms): per seed 2 x (6000 x 3 ms + 25 s)
+    # = 86 s; 172 s.
+    "mqar512_seeds_gdn": _mqar512(mixers="G", gdn_head_dims=(32, 64), peak_lrs=(1e-3,),
+                                  seeds=(1, 2)),
 
     # MQAR, 256 pairs in 2048 tokens, batch 32, cap 4000. A, S, G about 5 ms each: per
     # rate 4000 x 25 ms = 100 s + 5 x 30 s = 250 s; 500 s.

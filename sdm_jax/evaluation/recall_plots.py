@@ -11,7 +11,8 @@ A results.json (a dict with "models") gets its PNGs redrawn next to it:
 A results file of measurement records (a JSON list, `recall_sweep.measurement_records`)
 gets <stem>_accuracy_vs_state.png (the same, Zoology-style: one panel per task, seq_len and
 pairs; one line per mixer, SDM split by W = R and M0 learning-rate multiplier; a model
-trained at several learning rates shows its best) and, when
+trained at several learning rates shows its best, a model trained with several seeds the
+median over them, each seed a faint dot) and, when
 some run was scored at several lengths, <stem>_accuracy_vs_context.png (one panel per
 task; one line per run).
 """
@@ -137,13 +138,22 @@ def _series(record: dict[str, Any]) -> tuple[str, str]:
 
 
 def _best_per_state(line: list[dict[str, Any]]) -> list[dict[str, Any]]:
-  """One record per state size (one model of a series), the most accurate of its learning
-  rates, in state order."""
-  best: dict[int, dict[str, Any]] = {}
+  """One record per state size (one model of a series), in state order: for each learning
+  rate the median accuracy over its training seeds, then the rate with the highest. The
+  record is that rate's first, with `accuracy` the median and `seed_accuracies` its
+  seeds' accuracies."""
+  by_rate: dict[tuple, list[dict[str, Any]]] = {}
   for record in line:
-    kept = best.get(record["state_bytes"])
-    if kept is None or record["accuracy"] > kept["accuracy"]:
-      best[record["state_bytes"]] = record
+    by_rate.setdefault((record["state_bytes"], record.get("peak_lr")), []).append(record)
+  best: dict[int, dict[str, Any]] = {}
+  for (state, _), runs in by_rate.items():
+    accuracies = sorted(r["accuracy"] for r in runs)
+    middle = len(accuracies) // 2
+    median = (accuracies[middle] if len(accuracies) % 2
+              else (accuracies[middle - 1] + accuracies[middle]) / 2)
+    kept = best.get(state)
+    if kept is None or median > kept["accuracy"]:
+      best[state] = {**runs[0], "accuracy": median, "seed_accuracies": accuracies}
   return [best[state] for state in sorted(best)]
 
 
@@ -178,6 +188,10 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
         ax.plot([r["state_bytes"] for r in line], [r["accuracy"] for r in line],
                 marker="o", color=MIXER_COLORS[mixer], label=label,
                 linestyle="--" if "M0 lr" in label else "-")
+        seeds = [(r["state_bytes"], a) for r in line if len(r["seed_accuracies"]) > 1
+                 for a in r["seed_accuracies"]]
+        if seeds:  # each seed of a median point, faint
+          ax.scatter(*zip(*seeds), s=12, color=MIXER_COLORS[mixer], alpha=0.35)
       ax.axhline(in_panel[0]["chance"], color="black", linestyle=":", linewidth=1,
                  label="chance")
       ax.set(xscale="log", xlabel="state of the swept layer per sequence (bytes)",
@@ -225,7 +239,8 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
 
 
 def format_record_table(records: list[dict[str, Any]]) -> str:
-  """One row per run: its learning rate, task, state, mixer FLOPs, accuracy at the training
+  """One row per run (its name, with " s<seed>" for training seeds other than 0): its
+  learning rate, task, state, mixer FLOPs, accuracy at the training
   length and at the other scored lengths, steps and why training ended, final loss, and for
   SDM the M0 rows training moved and the slots written on held-out sequences."""
   runs: dict[str, list[dict[str, Any]]] = {}
@@ -242,8 +257,9 @@ def format_record_table(records: list[dict[str, Any]]) -> str:
         + f":{r['accuracy']:.3f}" for r in run_records if r is not head)
     fraction = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     loss = "-" if head["final_loss"] is None else f"{head['final_loss']:.3f}"
+    name = head["name"] + (f" s{head['seed']}" if head.get("seed") else "")
     lines.append(
-        f"{head['name']:<22} {head['peak_lr']:>6g} {head['task']:<9} {head['seq_len']:>5} "
+        f"{name:<22} {head['peak_lr']:>6g} {head['task']:<9} {head['seq_len']:>5} "
         f"{head.get('num_kv_pairs') or '-':>5} {head['state_bytes']:>12,} "
         f"{head['mixer_flops_per_token']:>9,.0f} {head['accuracy']:>6.3f} "
         f"{head['steps']:>5}/{head['step_cap']:<5} {head['stop_reason']:<10} {loss:>7} "

@@ -58,6 +58,9 @@ SETTING_DEFAULTS = {
     "sdm_match_gdn": False,
     # Each M point once per value (TrainConfig.m0_lr_multiplier).
     "m0_lr_multipliers": (1.0,),
+    # Every point once per training seed (TrainConfig.seed: initialisation and batches);
+    # held-out examples come from EVAL_SEED whatever the training seed.
+    "seeds": (0,),
     # Steps between logged losses (None: steps // 5).
     "log_every": None,
     # `PlateauRule` (plateau_window 0: no rule, every run trains to `steps`).
@@ -68,6 +71,9 @@ SETTING_DEFAULTS = {
     "plateau_pause_fraction": 0.0,
 }
 STEP_CAP = "step_cap"
+# The seed of the held-out examples and of scoring, the same for every run so that runs of
+# several training seeds are scored on the same examples (seed 0's runs are unchanged).
+EVAL_SEED = 0
 
 
 def complete_settings(settings: Any) -> dict[str, Any]:
@@ -111,10 +117,11 @@ def plateau_rule(settings: dict[str, Any]) -> PlateauRule | None:
 
 def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
   """[{"name", "mixer", "knob", "value", "model": LMConfig, "m0_lr_multiplier",
-  "isoflop_gdn_head_dim", "peak_lr"}] for every mixer and knob value (M: also per M0
-  multiplier and for the isoFLOP twins; a twin equal to an N point is that point, marked),
-  each once per learning rate of peak_lrs (Zoology-style: a model's figure is its best
-  learning rate; the name stays the model's, the record carries peak_lr).
+  "isoflop_gdn_head_dim", "peak_lr", "seed"}] for every mixer and knob value (M: also per
+  M0 multiplier and for the isoFLOP twins; a twin equal to an N point is that point,
+  marked), each once per learning rate of peak_lrs (Zoology-style: a model's figure is its
+  best learning rate; the name stays the model's, the record carries peak_lr) and per
+  training seed of seeds (the record carries seed).
 
   Raises ValueError (naming the setting) for unknown mixers or a knob value its mixer
   cannot take.
@@ -126,6 +133,10 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
                      f"{settings['mixers']!r}")
   multipliers = _distinct_numbers(settings, "m0_lr_multipliers")
   learning_rates = _distinct_numbers(settings, "peak_lrs", nonnegative=True)
+  seeds = list(settings["seeds"])
+  if not seeds or len(set(seeds)) != len(seeds) or not all(
+      isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 for seed in seeds):
+    raise ValueError(f"seeds must be distinct ints >= 0, got {seeds!r}")
   d = settings["d_model"]
   max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])
   base = dict(vocab_size=settings["vocab_size"], d_model=d, num_layers=2,
@@ -177,7 +188,8 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
     for head_dim in settings["gdn_head_dims"]:
       fields, _ = sdm_matching_gdn(model_of(f"G_K{head_dim}", "G", **gdn_fields(head_dim)))
       add_sdm(fields["sdm_slots"], fields["sdm_writes"], fields["sdm_reads"], head_dim)
-  return [{**point, "peak_lr": lr} for point in points for lr in learning_rates]
+  return [{**point, "peak_lr": lr, "seed": seed}
+          for point in points for lr in learning_rates for seed in seeds]
 
 
 def _distinct_numbers(settings: dict[str, Any], name: str, *,
@@ -202,7 +214,7 @@ def train_config_of(settings: dict[str, Any], point: dict[str, Any]) -> TrainCon
                      warmup_steps=max(1, steps // 10) if steps > 1 else 0,
                      log_every=log_every, checkpoint_every=steps,
                      eval_batch_size=min(64, settings["eval_examples"]),
-                     m0_lr_multiplier=point["m0_lr_multiplier"])
+                     m0_lr_multiplier=point["m0_lr_multiplier"], seed=point["seed"])
 
 
 def run_key(point: dict[str, Any], task: dict[str, Any], train_config: TrainConfig,
@@ -231,14 +243,14 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
   model_config = point["model"]
   train_config = train_config_of(settings, point)
   rule = plateau_rule(settings)
-  held_out = held_out_examples(task, settings["eval_examples"], train_config.seed)
+  held_out = held_out_examples(task, settings["eval_examples"], EVAL_SEED)
   start = time.perf_counter()
   summary, model, params = train_recall(model_config, train_config, task, workdir, held_out,
                                         log=lambda line: log(f"  {line}"), stop_rule=rule)
   if summary.get("stopped_by"):
     return {"name": point["name"], "stopped_by": summary["stopped_by"]}
   train_s = time.perf_counter() - start
-  scoring = dict(num_examples=settings["eval_examples"], seed=train_config.seed,
+  scoring = dict(num_examples=settings["eval_examples"], seed=EVAL_SEED,
                  batch_size=train_config.eval_batch_size)
   scored = {"by_seq_len": [], "by_num_kv_pairs": []}
   for group, group_variants in variants.items():
@@ -272,7 +284,8 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
       "stop_reason": stopped_by_rule if stopped_by_rule and steps < train_config.steps
       else STEP_CAP,
       "plateaued": None if rule is None else stopped_by_rule is not None,
-      "peak_lr": train_config.peak_lr, "batch_size": train_config.batch_size,
+      "peak_lr": train_config.peak_lr, "seed": train_config.seed,
+      "batch_size": train_config.batch_size,
       "m0_lr_multiplier": point["m0_lr_multiplier"],
       "train_s": train_s,
       "step_ms": summary["step_ms"],
@@ -361,6 +374,9 @@ def run_sweep(settings: Any, *, output_dir: str | None = None,
     raise ValueError(f"peak_lrs {list(settings['peak_lrs'])}: several learning rates need "
                      f"results_file (records carry peak_lr); output_dir keeps one run per "
                      f"model")
+  if output_dir is not None and len(settings["seeds"]) > 1:
+    raise ValueError(f"seeds {list(settings['seeds'])}: several seeds need results_file "
+                     f"(records carry seed); output_dir keeps one run per model")
   workdir_root = workdir_root or tempfile.mkdtemp(prefix="recall_sweep_")
   if results_file is not None:
     return _run_into_records(settings, task, points, variants, results_file, workdir_root,
@@ -401,10 +417,13 @@ def _run_into_records(settings, task, points, variants, results_file, workdir_ro
              "stopped_by": None}
   sweep_start = time.perf_counter()
   several_rates = len(settings["peak_lrs"]) > 1
+  several_seeds = len(settings["seeds"]) > 1
   for point in points:
     key = run_key(point, task, train_config_of(settings, point), rule, settings)
-    # A model trained at several rates: its name and rate tell the runs apart in the log.
-    label = point["name"] + (f" at lr {point['peak_lr']:g}" if several_rates else "")
+    # A model trained at several rates or seeds: its name, rate and seed tell the runs
+    # apart in the log.
+    label = (point["name"] + (f" at lr {point['peak_lr']:g}" if several_rates else "")
+             + (f" seed {point['seed']}" if several_seeds else ""))
     if key in done:
       log(f"== {label}: in {results_file} already ({key}), skipped")
       outcome["skipped"].append(label)

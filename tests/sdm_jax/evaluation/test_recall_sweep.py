@@ -94,11 +94,40 @@ def test_each_point_trains_once_per_learning_rate():
                               alone) in keys
 
 
-def test_plots_show_each_models_best_learning_rate():
-  line = [{"state_bytes": 10, "accuracy": 0.2}, {"state_bytes": 10, "accuracy": 0.9},
-          {"state_bytes": 5, "accuracy": 0.4}]
+def test_plots_show_each_models_best_learning_rate_and_its_median_seed():
+  line = [{"state_bytes": 10, "peak_lr": 3e-3, "accuracy": 0.2},
+          {"state_bytes": 10, "peak_lr": 1e-3, "accuracy": 0.9},
+          {"state_bytes": 5, "peak_lr": 3e-3, "accuracy": 0.4}]
   best = recall_plots._best_per_state(line)  # pylint: disable=protected-access
-  assert best == [line[2], line[1]]
+  assert best == [{**line[2], "seed_accuracies": [0.4]}, {**line[1], "seed_accuracies": [0.9]}]
+  # A rate's figure is the median of its seeds (0.5 here), not its luckiest seed (0.95).
+  seeds = [{"state_bytes": 10, "peak_lr": 3e-3, "seed": seed, "accuracy": accuracy}
+           for seed, accuracy in ((0, 0.95), (1, 0.1), (2, 0.5))]
+  best = recall_plots._best_per_state(seeds + [line[1]])  # pylint: disable=protected-access
+  assert best == [{**line[1], "seed_accuracies": [0.9]}]
+  best = recall_plots._best_per_state(seeds)  # pylint: disable=protected-access
+  assert best[0]["accuracy"] == 0.5 and best[0]["seed_accuracies"] == [0.1, 0.5, 0.95]
+  even = recall_plots._best_per_state(seeds[:2])  # pylint: disable=protected-access
+  assert even[0]["accuracy"] == pytest.approx(0.525)
+
+
+def test_each_point_trains_once_per_seed_and_seed_zero_keeps_its_run_key():
+  base = recall_sweep.complete_settings(dict(sweep_config.PRESETS["smoke"], mixers="G"))
+  settings = dict(base, seeds=(0, 3))
+  points = recall_sweep.sweep_points(settings)
+  assert [(p["name"], p["seed"]) for p in points] == [("G_K16", 0), ("G_K16", 3)]
+  configs = [recall_sweep.train_config_of(settings, p) for p in points]
+  assert [c.seed for c in configs] == [0, 3]
+  task = recall_sweep.sweep_task(settings)
+  keys = [recall_sweep.run_key(p, task, c, None, settings) for p, c in zip(points, configs)]
+  assert len(set(keys)) == 2
+  # Records written before seeds existed (seed 0 implied) keep their keys.
+  point = recall_sweep.sweep_points(base)[0]
+  assert recall_sweep.run_key(point, task, recall_sweep.train_config_of(base, point), None,
+                              base) == keys[0]
+  for bad in ([], [1, 1], [-1], [1.5], [True]):
+    with pytest.raises(ValueError, match="seeds must be distinct ints >= 0"):
+      recall_sweep.sweep_points(dict(base, seeds=bad))
 
 
 def test_settings_are_checked_before_anything_trains(tmp_path):
@@ -219,6 +248,14 @@ def test_a_flat_run_stops_at_the_plateau_and_a_rerun_skips_it(tmp_path):
                                 workdir_root=str(tmp_path / "runs"), log=lambda line: None)
   assert more["skipped"] == ["G_K16 at lr 0"] and more["ran"] == ["G_K16 at lr 1e-09"]
   assert [r["peak_lr"] for r in recall_sweep.load_records(results_file)] == [0.0, 1e-9]
+  # So does a second training seed: the seed-0 runs keep their keys and are skipped.
+  seeded = recall_sweep.run_sweep(dict(settings, peak_lrs=(0.0,), seeds=(0, 1)),
+                                  results_file=results_file,
+                                  workdir_root=str(tmp_path / "runs"), log=logged.append)
+  assert seeded["skipped"] == ["G_K16 seed 0"] and seeded["ran"] == ["G_K16 seed 1"]
+  records = recall_sweep.load_records(results_file)
+  assert [(r["peak_lr"], r["seed"]) for r in records] == [(0.0, 0), (1e-9, 0), (0.0, 1)]
+  assert "G_K16 s1 " in recall_plots.format_record_table(records)
 
 
 def test_needle_runs_are_scored_at_each_context(tmp_path):
