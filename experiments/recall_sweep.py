@@ -22,7 +22,9 @@ a window `SS` (both layers at the swept window). Each mixer's state grows along 
   sdm_match_gdn the SDM mixer of equal FLOPs to each G (`sdm_matching_gdn`: W = R = K);
   A: none (its cache is the whole context).
 
-Widths, depths, data, the step cap and learning rate are equal across models; each
+Widths, depths, data, the step cap and learning rates are equal across models (each model
+trains once per learning rate of peak_lrs and per training seed of seeds; held-out
+examples are the same for every seed); each
 model's FLOPs per token (and its mixer's) are reported next to its state, since the knobs
 move them (M's key scoring grows with sqrt(N), G's recurrence with K). Every model trains
 on fresh batches of the task (`sdm_jax.training.recall`) at seq_len, up to `steps` or until
