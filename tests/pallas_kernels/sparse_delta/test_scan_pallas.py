@@ -125,6 +125,18 @@ def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk():
            _outputs_and_grads(xla, memory, plan, 6), 1e-5)
 
 
+@interpret_on_cpu
+def test_an_unrolled_scan_over_three_chunks_matches_the_twin():
+  """scan_unroll=2 over 3 chunks: an unrolled pair and a remainder, forward and backward."""
+  memory, plan = _plan(9, error="shared", batch=1, seq_len=48, heads=2, num_slots=40,
+                       value_dim=16, writes=3, reads=3)
+  kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
+                             config=SMALL._replace(scan_unroll=2), interpret=True)
+  xla = functools.partial(_xla_scan, error="shared")
+  _compare(_outputs_and_grads(kernel, memory, plan, 10),
+           _outputs_and_grads(xla, memory, plan, 10), 1e-5)
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(value_dim=12), "Dv must be a multiple of 16"),
     (dict(chunk_size=8, seq_len=8), "chunk length must be a power of two"),
@@ -141,6 +153,7 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(row_tile=24), "row_tile must be a power of two"),
     (dict(block_cols=8), "block_cols must be >= 16"),
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
+    (dict(scan_unroll=0), "scan_unroll must be an int >= 1"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
