@@ -17,7 +17,7 @@ time-major; T is padded to a multiple of C only when it is not one already):
    "substitution"`) or by six masked 16 x 16 matmuls that double the inverted block size
    from 4 to 16 (`"matmuls"`, `_unit_lower_inverse_by_doubling`), the blocks below the
    diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. Or (`"chunk"`,
-   `_prepare_chunk_kernel`; built in session 15, not yet timed) the same doubling over the
+   `_prepare_chunk_kernel`; opt-in, not yet timed on a GPU) the same doubling over the
    whole chunk, and every product on whole tiles. It writes X [C, C] for the output
    kernel: fewer bytes than w and u ([C, K + V]), at the price of two matmuls recomputed
    there.
@@ -34,9 +34,8 @@ Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulat
 XLA twin does; every other matmul is float32: one TF32 pass on the GPU for 16-bit inputs
 (what XLA's default float32 matmuls give the twin), TF32x3 (about float32) for float32
 inputs (`KernelConfig.f32_dot_passes`, `default_config`); full precision in interpret
-mode. Decays are exp of
-differences inside one chunk, masked before the exp, so strong decays underflow to 0 and
-never overflow.
+mode. Decays are exp of differences inside one chunk, masked before the exp, so strong
+decays underflow to 0 and never overflow.
 
 Autodiff: `gated_delta_rule` is a `custom_vjp`. Given a differentiable `twin` (the chunked
 XLA path), its forward rule runs the twin under `jax.vjp` and keeps the twin's VJP function
