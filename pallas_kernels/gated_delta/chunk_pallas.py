@@ -74,6 +74,10 @@ class KernelConfig(NamedTuple):
   num_stages: int = 1        # of the chunk-local kernels
   f32_dot_passes: int = 3    # float32 matmuls of the chunk-local kernels: 3 TF32x3, 1 TF32
   diagonal_inverse: str = "substitution"  # or "matmuls", "chunk" (module docstring, launch 1)
+  # The state kernels' (`state_pallas`) float32 matmuls, 3 or 1 as f32_dot_passes, and their
+  # software pipelining of the chunk loop (each step's loads do not depend on the state).
+  state_f32_dot_passes: int = 3
+  state_stages: int = 1
 
 
 DIAGONAL_INVERSES = ("substitution", "matmuls", "chunk")
@@ -110,10 +114,12 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
   for name in ("prepare_warps", "output_warps", "backward_warps"):
     if getattr(config, name) not in (1, 2, 4, 8, 16):
       return f"{name} must be 1, 2, 4, 8 or 16, got {getattr(config, name)}"
-  if config.f32_dot_passes not in (1, 3):
-    return f"f32_dot_passes must be 1 (TF32) or 3 (TF32x3), got {config.f32_dot_passes}"
-  if config.num_stages < 1:
-    return f"num_stages must be >= 1, got {config.num_stages}"
+  for name in ("f32_dot_passes", "state_f32_dot_passes"):
+    if getattr(config, name) not in (1, 3):
+      return f"{name} must be 1 (TF32) or 3 (TF32x3), got {getattr(config, name)}"
+  for name in ("num_stages", "state_stages"):
+    if getattr(config, name) < 1:
+      return f"{name} must be >= 1, got {getattr(config, name)}"
   if config.diagonal_inverse not in DIAGONAL_INVERSES:
     return (f"diagonal_inverse must be one of {DIAGONAL_INVERSES}, got "
             f"{config.diagonal_inverse!r}")
@@ -567,7 +573,8 @@ def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, inte
       config.prepare_warps, config, interpret, block_v=config.prepare_block_v)(k, v, g, beta)
   start_states, final_state = state_pallas.chunk_states(
       transition, update, initial_state.reshape(bh, kd, vd).astype(f32),
-      block_v=config.state_block_v, interpret=interpret)
+      block_v=config.state_block_v, interpret=interpret,
+      f32_passes=config.state_f32_dot_passes, num_stages=config.state_stages)
   block_v = config.block_v
   o = _call(
       _output_kernel, (vd // block_v, bh, n),
@@ -603,7 +610,8 @@ def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, c
   )(q, k, g, beta, inverse, d_o)
   adjoints, d_initial = state_pallas.adjoint_states(
       transition, d_start, d_final.reshape(bh, kd, vd).astype(f32),
-      block_v=config.state_block_v, interpret=interpret)
+      block_v=config.state_block_v, interpret=interpret,
+      f32_passes=config.state_f32_dot_passes, num_stages=config.state_stages)
   like = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype)  # noqa: E731
   d_q, d_k, d_v, d_g, d_beta = _call(
       _chunk_backward_kernel, (bh, n),

@@ -88,6 +88,12 @@ def test_rejects_bad_block_v_and_mismatched_shapes():
     state_pallas.chunk_states(transition, update, initial[..., :16], interpret=True)
   with pytest.raises(ValueError, match="transition"):
     state_pallas.chunk_states(transition[..., :8], update, initial, interpret=True)
+  with pytest.raises(ValueError, match="f32_passes must be 1"):
+    state_pallas.chunk_states(transition, update, initial, f32_passes=2, interpret=True)
+  with pytest.raises(ValueError, match="num_stages must be >= 1"):
+    state_pallas.adjoint_states(transition.reshape(2, 1, 16, 16), update.reshape(2, 1, 16, 32),
+                                initial.reshape(1, 16, 32), block_v=16, num_stages=0,
+                                interpret=True)
 
 
 def test_rejects_float64():
@@ -103,3 +109,6 @@ def test_compiled_kernel_matches_xla_twin():
   # gdn_small's shape: 64 chunks of a 4096-token sequence, B x H = 16, K = 64, V = 128.
   args = _recurrence(5, chunks=64, lead=(4, 4), key_dim=64, value_dim=128)
   _compare(state_pallas.chunk_states, args, 1e-5)
+  # One TF32 pass and a pipelined chunk loop: TF32's 2^-11 rounding, carried over 64 chunks.
+  _compare(functools.partial(state_pallas.chunk_states, f32_passes=1, num_stages=2), args,
+           1e-2)
