@@ -9,6 +9,7 @@ HBM, VMEM, SMEM, DMAs and semaphores on the CPU.
 from __future__ import annotations
 
 import jax
+from jax import lax
 from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
 
@@ -35,3 +36,13 @@ def triton_barrier(interpret: bool) -> None:
   statements in order, so it has nothing to order."""
   if not interpret:
     pltriton.debug_barrier()
+
+
+def f32_dot_precision(interpret: bool, passes: int = 3):
+  """The precision of a float32 matmul inside a GPU kernel: full precision in interpret
+  mode; on the GPU TF32x3 (passes=3, about float32) or one TF32 pass (passes=1, what XLA's
+  default float32 matmuls run at)."""
+  if interpret:
+    return lax.Precision.HIGHEST
+  return (lax.DotAlgorithmPreset.TF32_TF32_F32_X3 if passes == 3
+          else lax.DotAlgorithmPreset.TF32_TF32_F32)

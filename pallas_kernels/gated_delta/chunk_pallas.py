@@ -146,10 +146,7 @@ def _precision(dtype, interpret: bool, f32_passes: int):
   interpret mode."""
   if jnp.dtype(dtype).itemsize < 4:
     return lax.Precision.DEFAULT
-  if interpret:
-    return lax.Precision.HIGHEST
-  return (lax.DotAlgorithmPreset.TF32_TF32_F32_X3 if f32_passes == 3
-          else lax.DotAlgorithmPreset.TF32_TF32_F32)
+  return platform.f32_dot_precision(interpret, f32_passes)
 
 
 def _dot(a, b, precision, *, transpose_a=False, transpose_b=False):

@@ -54,12 +54,7 @@ def default_block_v(value_dim: int) -> int:
 
 def _dot(a, b, contract, interpret, f32_passes):
   """float32 a . b contracting dims `contract` ((a_dims,), (b_dims,))."""
-  if interpret:
-    precision = lax.Precision.HIGHEST
-  elif f32_passes == 3:
-    precision = lax.DotAlgorithmPreset.TF32_TF32_F32_X3
-  else:
-    precision = lax.DotAlgorithmPreset.TF32_TF32_F32
+  precision = platform.f32_dot_precision(interpret, f32_passes)
   return lax.dot_general(a, b, (contract, ((), ())), precision=precision,
                          preferred_element_type=jnp.float32)
 

@@ -125,15 +125,12 @@ class _Dims(NamedTuple):
     return max(1, min(self.chunk, config.group_entries // max(self.writes, self.reads)))
 
 
-
-
 def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk, interpret,
                  transpose=False):
   """mat[*mat_lead] [C, C] (or its transpose) @ rhs[*rhs_lead, :, cols] [C, BD] in float32
   (TF32x3 on GPU), in K blocks loaded from memory (a 256 x 256 float32 matrix would not fit
   on chip)."""
-  precision = (lax.Precision.HIGHEST if interpret
-               else lax.DotAlgorithmPreset.TF32_TF32_F32_X3)
+  precision = platform.f32_dot_precision(interpret)
   contract = ((0,), (0,)) if transpose else ((1,), (0,))
   k_block = min(chunk, 64)
   acc = jnp.zeros((chunk, block_cols), jnp.float32)
