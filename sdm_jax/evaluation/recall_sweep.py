@@ -133,10 +133,7 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
                      f"{settings['mixers']!r}")
   multipliers = _distinct_numbers(settings, "m0_lr_multipliers")
   learning_rates = _distinct_numbers(settings, "peak_lrs", nonnegative=True)
-  seeds = list(settings["seeds"])
-  if not seeds or len(set(seeds)) != len(seeds) or not all(
-      isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 for seed in seeds):
-    raise ValueError(f"seeds must be distinct ints >= 0, got {seeds!r}")
+  seeds = _distinct_numbers(settings, "seeds", nonnegative=True, integer=True)
   d = settings["d_model"]
   max_len = max([settings["seq_len"], *settings["eval_seq_lens"]])
   base = dict(vocab_size=settings["vocab_size"], d_model=d, num_layers=2,
@@ -192,17 +189,19 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
           for point in points for lr in learning_rates for seed in seeds]
 
 
-def _distinct_numbers(settings: dict[str, Any], name: str, *,
-                      nonnegative: bool = False) -> list[float]:
-  """settings[name] as floats (3 and 3.0: one run, one run key); ValueError unless it is a
-  non-empty list of distinct numbers (>= 0 with nonnegative)."""
+def _distinct_numbers(settings: dict[str, Any], name: str, *, nonnegative: bool = False,
+                      integer: bool = False) -> list[float] | list[int]:
+  """settings[name] as floats (3 and 3.0: one run, one run key), or as ints with integer;
+  ValueError unless it is a non-empty list of distinct numbers (ints with integer; >= 0
+  with nonnegative)."""
   values = list(settings[name])
+  kinds = (int,) if integer else (int, float)
   if (not values or len(set(values)) != len(values)
-      or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+      or not all(isinstance(v, kinds) and not isinstance(v, bool)
                  and (v >= 0 or not nonnegative) for v in values)):
-    raise ValueError(f"{name} must be distinct numbers{' >= 0' if nonnegative else ''}, got "
-                     f"{values!r}")
-  return [float(v) for v in values]
+    raise ValueError(f"{name} must be distinct {'ints' if integer else 'numbers'}"
+                     f"{' >= 0' if nonnegative else ''}, got {values!r}")
+  return values if integer else [float(v) for v in values]
 
 
 def train_config_of(settings: dict[str, Any], point: dict[str, Any]) -> TrainConfig:
