@@ -12,13 +12,12 @@ Forward, three launches reading q, k, v, g, beta where they lie ([B, T, H, ...],
 time-major; T is padded to a multiple of C only when it is not one already):
 
 1. `_prepare_kernel`, grid (B*H, N): A, X, transition and update of one chunk, all float32.
-   X is built from 16 x 16 blocks (Triton has no triangular solve): each diagonal block by
-   forward substitution (15 dependent row steps, elementwise; `diagonal_inverse=
-   "substitution"`) or by six masked 16 x 16 matmuls that double the inverted block size
-   from 4 to 16 (`"matmuls"`, `_unit_lower_inverse_by_doubling`), the blocks below the
-   diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. Or (`"chunk"`,
-   `_prepare_chunk_kernel`; opt-in, not yet timed on a GPU) the same doubling over the
-   whole chunk, and every product on whole tiles. It writes X [C, C] for the output
+   X is built either on whole tiles (`diagonal_inverse="chunk"`, `_prepare_chunk_kernel`,
+   the 16-bit default): A by one matmul, then X by doubling the inverted block size over
+   the whole chunk (`_unit_lower_inverse_by_doubling`), about 15 matmuls of C x C x 64; or
+   from 16 x 16 blocks (`"substitution"`, the float32 default): each diagonal block by
+   forward substitution (15 dependent row steps, elementwise), the blocks below the
+   diagonal by X_bj = -X_bb sum_{j <= m < b} A_bm X_mj. It writes X [C, C] for the output
    kernel: fewer bytes than w and u ([C, K + V]), at the price of two matmuls recomputed
    there.
 2. `state_pallas.chunk_states`: the start state S0 of every chunk (one sequential launch).
@@ -73,33 +72,34 @@ class KernelConfig(NamedTuple):
   backward_warps: int = 8
   num_stages: int = 1        # of the chunk-local kernels
   f32_dot_passes: int = 3    # float32 matmuls of the chunk-local kernels: 3 TF32x3, 1 TF32
-  diagonal_inverse: str = "substitution"  # or "matmuls", "chunk" (module docstring, launch 1)
+  diagonal_inverse: str = "substitution"  # or "chunk" (module docstring, launch 1)
   # The state kernels' (`state_pallas`) float32 matmuls, 3 or 1 as f32_dot_passes, and their
   # software pipelining of the chunk loop (each step's loads do not depend on the state).
   state_f32_dot_passes: int = 3
   state_stages: int = 1
 
 
-DIAGONAL_INVERSES = ("substitution", "matmuls", "chunk")
+DIAGONAL_INVERSES = ("substitution", "chunk")
 
 
 def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
   """The tiling for V = value_dim and inputs (q, k, v) of `dtype`, every block width at most
   V (the state kernel's own default, `state_pallas.default_block_v`).
 
-  16-bit inputs: one TF32 pass per float32 matmul (the precision XLA's default float32
-  matmuls give the chunked twin on the same inputs), the diagonal blocks of X by matmuls and
-  the preparation kernel's update in 64-column steps: on the H200 at issue 16's three shapes
-  (bf16, K = 64, V = 128, C = 64) the forward took 0.77 / 1.33 / 0.69 ms this way against
-  1.63 / 2.42 / 1.35 ms with the float32 tiling (WORKSPACE.md, session 15). float32 inputs:
-  TF32x3 (about float32) and forward substitution, the tiling Triton 3.6 compiled with the
-  fewest spills (not timed against the other)."""
+  16-bit inputs: one TF32 pass per float32 matmul in every kernel (the precision XLA's
+  default float32 matmuls give the chunked twin on the same inputs), the preparation on
+  whole tiles and the state kernel's chunk loop pipelined over 2 stages. On the H200 at
+  issue 16's three shapes (bf16, K = 64, V = 128, C = 64) the forward took 0.72 / 1.16 /
+  0.71 ms and fwd+bwd 1.97 / 3.56 / 1.98 ms this way, against 0.78 / 1.28 / 0.70 and 2.13
+  / 3.87 / 2.23 ms with TF32x3 in the state kernels and 16 x 16 blocks (WORKSPACE.md,
+  session 16). float32 inputs: TF32x3 (about float32) and forward substitution, the
+  tiling Triton 3.6 compiled with the fewest spills (not timed against the other)."""
   if jnp.dtype(dtype).itemsize < 4:
     return KernelConfig(block_v=min(value_dim, 64),
                         state_block_v=state_pallas.default_block_v(value_dim),
                         prepare_block_v=min(value_dim, 64),
                         backward_block_v=min(value_dim, 32), f32_dot_passes=1,
-                        diagonal_inverse="matmuls")
+                        diagonal_inverse="chunk", state_f32_dot_passes=1, state_stages=2)
   return KernelConfig(block_v=min(value_dim, 64),
                       state_block_v=state_pallas.default_block_v(value_dim),
                       prepare_block_v=16, backward_block_v=min(value_dim, 32))
@@ -258,7 +258,7 @@ def _prepare_chunk_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_
 
 
 def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, inverse_ref, *,
-                    block_v: int, diagonal_inverse: str, interpret: bool, f32_passes: int):
+                    block_v: int, interpret: bool, f32_passes: int):
   """One chunk of one sequence x head: transition [K, K], update [K, V], X [C, C].
 
   k_ref [C, K], v_ref [C, V], g_ref, beta_ref [C] (inputs' dtype); outputs float32.
@@ -289,9 +289,7 @@ def _prepare_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref, i
         * _dot(keys[b], keys[j], input_precision, transpose_b=True)
         for j in range(b + 1)])
   diagonal_blocks = tuple(a[b][b] for b in range(num_blocks))
-  diagonal = (tuple(_unit_lower_inverse_by_doubling(block, f32_precision)
-                    for block in diagonal_blocks)
-              if diagonal_inverse == "matmuls" else _invert_diagonal_blocks(diagonal_blocks))
+  diagonal = _invert_diagonal_blocks(diagonal_blocks)
   x = []  # x[b][j] = X[rows b, rows j] for j <= b
   for b in range(num_blocks):
     x.append([None] * b + [diagonal[b]])
@@ -555,10 +553,7 @@ def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, inte
   n, bh, c, kd, vd = (shape.num_chunks, shape.batch_heads, shape.chunk, shape.key_dim,
                       shape.value_dim)
   f32 = jnp.float32
-  if config.diagonal_inverse == "chunk":
-    prepare = _prepare_chunk_kernel
-  else:
-    prepare = functools.partial(_prepare_kernel, diagonal_inverse=config.diagonal_inverse)
+  prepare = _prepare_chunk_kernel if config.diagonal_inverse == "chunk" else _prepare_kernel
   transition, update, inverse = _call(
       prepare, (bh, n),
       [_time_major(shape, kd, _chunk_grid), _time_major(shape, vd, _chunk_grid),

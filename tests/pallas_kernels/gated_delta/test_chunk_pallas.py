@@ -90,9 +90,9 @@ def test_doubling_inverts_a_unit_lower_triangular_chunk():
     # g = -20 per token: exp(-G) would overflow, exp of in-chunk differences must not.
     dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32, tiling={},
          log_decay=-20.0),
-    # Diagonal blocks inverted by matmuls; four blocks, weak decay (long products survive).
+    # Four 16-row blocks by substitution, weak decay (long products survive); bfloat16.
     dict(shape=dict(seq_len=64, key_dim=16, value_dim=16), chunk=64,
-         tiling=dict(diagonal_inverse="matmuls"), log_decay=-0.01),
+         tiling=dict(diagonal_inverse="substitution"), log_decay=-0.01, dtype=jnp.bfloat16),
     # The whole chunk on whole tiles: a padded chunk of 16, two update steps; weak decay at
     # C = 64 in bfloat16; strong decay.
     dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
@@ -215,12 +215,12 @@ def test_compiled_kernels_match_the_twin(dtype):
       *x[:5], initial_state=x[5], chunk_size=64, state_pass="pallas")
   (o_twin, final_twin), twin_gradients = _values_and_gradients(twin, inputs, 5)
   tolerance = 1e-4 if dtype == jnp.float32 else 1e-2
+  sixteen_bit = chunk_pallas.default_config(128, jnp.bfloat16)
+  if dtype == jnp.float32:  # the 16-bit tiling at float32's precision
+    sixteen_bit = sixteen_bit._replace(f32_dot_passes=3, state_f32_dot_passes=3)
   for config in (chunk_pallas.default_config(128), chunk_pallas.KernelConfig(
       block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, backward_block_v=32,
-      backward_warps=8, num_stages=2, diagonal_inverse="matmuls"),
-      chunk_pallas.default_config(128, dtype)._replace(
-          diagonal_inverse="chunk", state_stages=2,
-          state_f32_dot_passes=1 if dtype == jnp.bfloat16 else 3)):
+      backward_warps=8, num_stages=2), sixteen_bit):
     kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
                                 chunk_size=64, config=config)
     (o, final), gradients = _values_and_gradients(kernels, inputs, 5)
