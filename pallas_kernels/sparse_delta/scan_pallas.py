@@ -65,8 +65,10 @@ class KernelConfig(NamedTuple):
   num_stages: int = 1       # Triton software pipelining of the kernels' loops (1: none)
   # Chunks per iteration of the `lax.scan` over chunks (its `unroll`): each iteration also
   # costs a loop-counter copy and add (2 x 1.4 us per chunk on the H200, 0.74 ms of layer
-  # B's 19.9 ms fwd+bwd), which unrolling divides.
-  scan_unroll: int = 1
+  # B's 19.9 ms fwd+bwd), which unrolling divides. Phase 2 fwd+bwd on the H200 at unroll 1
+  # / 2 / 4 / 8: 14.58 / 14.05 / 13.90 / 13.90 ms at layer B's shapes, 31.08 / 29.87 /
+  # 29.70 / 29.53 ms at A's (WORKSPACE.md, session 16).
+  scan_unroll: int = 4
 
 
 def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:

@@ -173,7 +173,8 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("shared", jnp.float32), ("shared", jnp.bfloat16), ("per_slot", jnp.float32)])
 def test_compiled_kernel_matches_xla_twin(error, table_dtype):
   # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs; the
-  # bf16 table's scan unrolled by 3 (two iterations and a remainder of 2 chunks).
+  # float32 table's scan not unrolled, the bf16 table's by 3 (two iterations and a
+  # remainder of 2 chunks).
   memory, plan = _plan(9, error=error, chunk_size=64, table_dtype=table_dtype,
                        shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
                        value_dim=128, writes=16, reads=16)
