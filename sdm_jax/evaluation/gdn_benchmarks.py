@@ -81,6 +81,8 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
       "fwd_bwd_ms": fwd_bwd["median_ms"],
       "fwd_min_ms": fwd["min_ms"],
       "fwd_bwd_min_ms": fwd_bwd["min_ms"],
+      "fwd_back_to_back_ms": fwd["back_to_back_ms"],
+      "fwd_bwd_back_to_back_ms": fwd_bwd["back_to_back_ms"],
       "peak_bytes": timing.peak_memory_bytes(),
       "fwd_bwd_temp_bytes": timing.compiled_temp_bytes(forward_backward, *inputs),
   }

@@ -15,24 +15,36 @@ from typing import Any, Callable
 import jax
 
 
-def time_call(fn: Callable[[], Any], *, warmup: int = 2, repeats: int = 10) -> dict[str, float]:
+def time_call(fn: Callable[[], Any], *, warmup: int = 2, repeats: int = 10,
+              sync: Callable[[Any], Any] = jax.block_until_ready) -> dict[str, float]:
   """Times `fn()` (already jitted, closed over its inputs); returns milliseconds.
 
-  Returns {"median_ms", "min_ms", "max_ms"} over `repeats` calls after `warmup` calls.
+  Returns {"median_ms", "min_ms", "max_ms"} over `repeats` calls after `warmup` calls, each
+  waited for with `sync(fn())`: what one call costs a caller who waits for it, host dispatch
+  included; and "back_to_back_ms": `repeats` calls issued without waiting, then one wait,
+  divided by `repeats`: what a call costs in a stream of calls (a training loop), where
+  dispatch overlaps the device's work. `sync` lets peers in other frameworks be timed the
+  same way (PyTorch: `lambda _: torch.cuda.synchronize()`).
   """
   if repeats < 1:
     raise ValueError(f"repeats must be >= 1, got {repeats}")
   for _ in range(warmup):
-    jax.block_until_ready(fn())
+    sync(fn())
   samples = []
   for _ in range(repeats):
     start = time.perf_counter()
-    jax.block_until_ready(fn())
+    sync(fn())
     samples.append((time.perf_counter() - start) * 1e3)
+  start = time.perf_counter()
+  for _ in range(repeats):
+    result = fn()
+  sync(result)
+  back_to_back = (time.perf_counter() - start) * 1e3 / repeats
   return {
       "median_ms": statistics.median(samples),
       "min_ms": min(samples),
       "max_ms": max(samples),
+      "back_to_back_ms": back_to_back,
   }
 
 

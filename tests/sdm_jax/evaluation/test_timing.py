@@ -1,7 +1,9 @@
-"""The timing helpers: the per-op breakdown of a profile (fake planes; CPU has no device ops)."""
+"""The timing helpers: medians and back-to-back calls, the per-op breakdown of a profile (fake
+planes; CPU has no device ops)."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace as NS
 
 import jax.numpy as jnp
@@ -41,3 +43,21 @@ def test_summarize_device_ops_prefers_the_xla_ops_line():
 def test_device_time_by_op_runs_on_any_backend():
   rows = timing.device_time_by_op(lambda: jnp.ones(8) * 2, repeats=1, top=3)
   assert isinstance(rows, list) and len(rows) <= 3
+
+
+def test_time_call_waits_with_the_given_sync_and_times_calls_back_to_back():
+  """Each timed call is waited for once, the back-to-back calls once in all; the back-to-back
+  figure is per call."""
+  calls, synced = [], []
+
+  def fn():
+    calls.append(len(calls))
+    time.sleep(0.002)
+    return len(calls)
+
+  measured = timing.time_call(fn, warmup=1, repeats=3, sync=synced.append)
+  assert len(calls) == 1 + 3 + 3
+  assert synced == [1, 2, 3, 4, 7]  # warm-up, three timed calls, the last back-to-back
+  assert set(measured) == {"median_ms", "min_ms", "max_ms", "back_to_back_ms"}
+  assert 2.0 <= measured["min_ms"] <= measured["median_ms"] <= measured["max_ms"]
+  assert 2.0 <= measured["back_to_back_ms"] < 3 * measured["max_ms"]
