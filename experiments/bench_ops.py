@@ -2,6 +2,7 @@
 
   python -m experiments.bench_ops --op=gdn --batch=4 --seq_len=4096 --heads=8 \
       --key_dim=64 --value_dim=128 --dtype=bfloat16
+  python -m experiments.bench_ops --op=gdn_fla ...   # flash-linear-attention's, same inputs
   python -m experiments.bench_ops --op=decode_attention --batch=8 --seq_len=131072 \
       --heads=16 --value_dim=128 --tilings="default,min_programs=1024"   # L = seq_len, D = value_dim
 
@@ -19,6 +20,7 @@ import jax
 from experiments import cli
 from sdm_jax.evaluation import attention_benchmarks
 from sdm_jax.evaluation import gdn_benchmarks
+from sdm_jax.evaluation import peer_benchmarks
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import topk_benchmarks
 from sdm_jax.ops import gated_delta
@@ -77,6 +79,16 @@ def _gdn_from_flags() -> dict[str, Any]:
 
 
 BENCHMARKS["gdn"] = _gdn_from_flags
+
+
+def _gdn_fla_from_flags() -> dict[str, Any]:
+  return peer_benchmarks.benchmark_fla_gdn(
+      batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, key_dim=_KEY_DIM.value,
+      value_dim=_VALUE_DIM.value, dtype=_DTYPE.value, warmup=_WARMUP.value,
+      repeats=_REPEATS.value, chunk_size=_CHUNK.value)
+
+
+BENCHMARKS["gdn_fla"] = _gdn_fla_from_flags
 
 _TILINGS = flags.DEFINE_list(
     "tilings", ["default"],

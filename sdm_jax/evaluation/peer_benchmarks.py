@@ -1,0 +1,93 @@
+"""Peers timed beside our ops in the same run and the same way (`timing.time_call`, waited
+for per call and back to back): flash-linear-attention's chunked gated delta rule
+(`--op=gdn_fla` of `experiments.bench_ops`), on the inputs our GDN benchmark draws.
+
+PyTorch and fla are not dependencies of this library: they are imported here, on call, and
+a missing one raises an ImportError saying what to install (fla: the `fla-core` and
+`einops` wheels; on the lent H200, which has PyTorch and Triton but no registry, carry them
+and install with `pip install --no-deps --target`, as README "Running on a GPU" shows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sdm_jax.evaluation import gdn_benchmarks
+from sdm_jax.evaluation import timing
+from sdm_jax.ops import gated_delta
+
+
+def _import_fla():
+  try:
+    import torch  # pylint: disable=import-outside-toplevel
+  except ImportError as e:
+    raise ImportError("--op=gdn_fla needs PyTorch with CUDA") from e
+  try:
+    from fla.ops import gated_delta_rule as fla_gdn  # pylint: disable=import-outside-toplevel
+    from fla.ops.common import chunk_o as fla_chunk_o  # pylint: disable=import-outside-toplevel
+  except ImportError as e:
+    raise ImportError("--op=gdn_fla needs flash-linear-attention: the fla-core and einops "
+                      "wheels (pip install --no-deps fla-core einops)") from e
+  return torch, fla_gdn.chunk_gated_delta_rule, fla_chunk_o
+
+
+def _bypass_hopper_guard(fla_chunk_o) -> bool:
+  """fla refuses its gated backward on Hopper with Triton in [3.4, 3.7.1) (wrong results
+  there, fla issue 640); the guard reads one module flag. Setting it lets the backward run
+  so that its time can be compared; its gradients are then not to be trusted. Returns
+  whether the guard was bypassed."""
+  if getattr(fla_chunk_o, "TRITON_ABOVE_3_7_1", True):
+    return False
+  fla_chunk_o.TRITON_ABOVE_3_7_1 = True
+  return True
+
+
+def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmup, repeats,
+                      chunk_size=64) -> dict[str, Any]:
+  """fla's `chunk_gated_delta_rule` forward and forward+backward (grads of sum(o) w.r.t.
+  q, k, v, g, beta; final state returned, as ours), timed as `gdn_benchmarks.benchmark`
+  times ours, on the same inputs (`gdn_benchmarks.make_inputs`, moved by DLPack).
+
+  Also reports the largest difference between fla's o and ours (`impl="auto"`, chunk_size)
+  relative to our largest entry: both compute the same rule on the same inputs.
+  """
+  torch, chunk_gated_delta_rule, fla_chunk_o = _import_fla()
+  guard_bypassed = _bypass_hopper_guard(fla_chunk_o)
+  inputs = gdn_benchmarks.make_inputs(0, batch=batch, seq_len=seq_len, heads=heads,
+                                      key_dim=key_dim, value_dim=value_dim,
+                                      dtype=jnp.dtype(dtype))
+  q, k, v, g, beta = (torch.from_dlpack(x).clone().requires_grad_() for x in inputs)
+
+  def forward():
+    with torch.no_grad():
+      return chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
+
+  def forward_backward():
+    o, _ = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
+    return torch.autograd.grad(o.float().sum(), (q, k, v, g, beta))
+
+  def sync(_):
+    torch.cuda.synchronize()
+
+  fwd = timing.time_call(forward, warmup=warmup, repeats=repeats, sync=sync)
+  fwd_bwd = timing.time_call(forward_backward, warmup=warmup, repeats=repeats, sync=sync)
+  ours = np.asarray(jax.jit(lambda *x: gated_delta.gated_delta_rule(
+      *x, chunk_size=chunk_size))(*inputs)[0], np.float32)
+  theirs = forward()[0].float().cpu().numpy()
+  return {
+      "peer": "fla chunk_gated_delta_rule",
+      "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
+      "value_dim": value_dim, "dtype": jnp.dtype(dtype).name,
+      "fwd_ms": fwd["median_ms"], "fwd_bwd_ms": fwd_bwd["median_ms"],
+      "fwd_min_ms": fwd["min_ms"], "fwd_bwd_min_ms": fwd_bwd["min_ms"],
+      "fwd_back_to_back_ms": fwd["back_to_back_ms"],
+      "fwd_bwd_back_to_back_ms": fwd_bwd["back_to_back_ms"],
+      "o_max_rel_difference_from_ours": float(np.abs(theirs - ours).max()
+                                              / (np.abs(ours).max() + 1e-30)),
+      "hopper_backward_guard_bypassed": guard_bypassed,
+      "torch_version": torch.__version__,
+  }

@@ -1,0 +1,27 @@
+"""The peer benchmarks: what they need is said when it is missing; fla's Hopper guard. (Not
+run here against fla itself: its autotuning takes minutes per shape on first call.)"""
+
+from __future__ import annotations
+
+import importlib.util
+from types import SimpleNamespace as NS
+
+import pytest
+
+from sdm_jax.evaluation import peer_benchmarks
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fla") is not None,
+                    reason="flash-linear-attention is installed here")
+def test_fla_benchmark_says_what_to_install():
+  with pytest.raises(ImportError, match="needs (PyTorch|flash-linear-attention)"):
+    peer_benchmarks.benchmark_fla_gdn(batch=1, seq_len=8, heads=1, key_dim=16, value_dim=16,
+                                      dtype="bfloat16", warmup=0, repeats=1)
+
+
+def test_hopper_guard_is_bypassed_only_where_it_would_trip():
+  old_triton = NS(TRITON_ABOVE_3_7_1=False)
+  assert peer_benchmarks._bypass_hopper_guard(old_triton)
+  assert old_triton.TRITON_ABOVE_3_7_1
+  assert not peer_benchmarks._bypass_hopper_guard(NS(TRITON_ABOVE_3_7_1=True))
+  assert not peer_benchmarks._bypass_hopper_guard(NS())  # a version without the guard
