@@ -57,6 +57,9 @@ _MODEL_CONTEXTS = flags.DEFINE_list("model_contexts", ["2048", "32768"],
 _MODEL_STEPS = flags.DEFINE_integer("model_steps", 64, "Tokens per timed whole-model scan.")
 _DTYPE = flags.DEFINE_enum("compute_dtype", "bfloat16", ["bfloat16", "float32"],
                            "Activation dtype (parameters are float32).")
+_CAST_KERNELS = flags.DEFINE_bool(
+    "cast_kernels", True, "Dense kernels stored in the compute dtype, as `generate` decodes "
+    "(the same outputs, half the weight bytes per step in bf16); false: float32 kernels.")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps.")
 _REPEATS = flags.DEFINE_integer("repeats", 20, "Timed steps; the median is reported.")
 
@@ -82,7 +85,7 @@ def main(argv):
       for context in map(int, _CONTEXTS.value):
         result = time_decode(layer_config(kind, context), batch, context,
                              warmup=_WARMUP.value, repeats=_REPEATS.value,
-                             top_ops=_TOP_OPS.value)
+                             top_ops=_TOP_OPS.value, cast_kernels=_CAST_KERNELS.value)
         results.append(result)
         print(f"{kind} B={batch:<2d} context={context:>7,d}: {result['step_ms']:8.3f} ms/token, "
               f"{result['scan_step_ms']:.3f} in a scan "
@@ -98,7 +101,8 @@ def main(argv):
                                        **impl_overrides)
     for batch in map(int, _BATCHES.value):
       for context in map(int, _MODEL_CONTEXTS.value):
-        result = time_generation(model_config, batch, context, steps=_MODEL_STEPS.value)
+        result = time_generation(model_config, batch, context, steps=_MODEL_STEPS.value,
+                                 cast_kernels=_CAST_KERNELS.value)
         models.append({"model": name, **result})
         print(f"{name} B={batch:<2d} context={context:>7,d}: {result['tokens_per_s']:10,.0f} "
               f"tokens/s ({result['step_ms']:.3f} ms/step)", flush=True)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 from sdm_jax.evaluation import timing
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.generate import LMDecoder, decode_tokens
+from sdm_jax.models.generate import LMDecoder, decode_tokens, dense_kernels_in
 from sdm_jax.models.lm import LM
 from sdm_jax.models.mixers import MIXERS
 
@@ -45,14 +45,15 @@ def random_cache(shapes, context: int, key: jax.Array):
 
 
 def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
-                repeats: int, top_ops: int = 0) -> dict[str, Any]:
+                repeats: int, top_ops: int = 0, cast_kernels: bool = True) -> dict[str, Any]:
   """The median ms of one decode step of `config`'s single layer (its mixer letter is the
   pattern) at `batch` sequences after `context` tokens, over `repeats` steps after
   `warmup`, one jitted call per token (host dispatch included); "scan_step_ms": per token
   of SCAN_STEPS steps in one jitted `lax.scan` (as `generate` decodes, each step's output
   fed into the next step's input so none can be skipped); with the cache's bytes per
   sequence, and with `top_ops` > 0 the costliest device ops of a step
-  (`timing.device_time_by_op`)."""
+  (`timing.device_time_by_op`). `cast_kernels`: Dense kernels stored in the compute dtype,
+  as `generate` decodes (`dense_kernels_in`); False keeps them float32."""
   if config.num_layers != 1:
     raise ValueError(f"LMConfig.num_layers must be 1 (one mixer layer is timed), got "
                      f"{config.num_layers}")
@@ -62,6 +63,8 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
   x = jax.random.normal(jax.random.PRNGKey(1), (batch, 1, config.d_model), dtype)
   positions = jnp.full((batch, 1), context, jnp.int32)
   params = jax.jit(mixer.init)(jax.random.PRNGKey(0), x, positions)
+  if cast_kernels:
+    params = dense_kernels_in(params, dtype)
   cache_shapes = jax.eval_shape(
       lambda p: mixer.apply(p, x, jnp.zeros_like(positions), context, method="prefill")[1],
       params)
@@ -97,7 +100,7 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
     jax.block_until_ready((y, cache))
     if i:  # the first call compiles
       scan_samples.append((time.perf_counter() - start) * 1e3 / SCAN_STEPS)
-  result = {"mixer": kind, "batch": batch, "context": context,
+  result = {"mixer": kind, "batch": batch, "context": context, "cast_kernels": cast_kernels,
             "step_ms": statistics.median(samples), "min_ms": min(samples),
             "scan_step_ms": statistics.median(scan_samples),
             "cache_bytes_per_sequence": cache_bytes // batch}
@@ -113,7 +116,7 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
 
 
 def time_generation(config: LMConfig, batch: int, context: int, *, steps: int = 64,
-                    repeats: int = 3) -> dict[str, Any]:
+                    repeats: int = 3, cast_kernels: bool = True) -> dict[str, Any]:
   """Whole-model decoding speed: `steps` greedy tokens in one jitted `lax.scan` (what
   `generate` runs after the prompt) at `batch` sequences whose caches hold `context` tokens
   (random values, every attention slot valid; prefill is not timed). Returns the median
@@ -122,6 +125,8 @@ def time_generation(config: LMConfig, batch: int, context: int, *, steps: int = 
   decoder = LMDecoder(model)
   prompt = jnp.zeros((batch, 1), jnp.int32)
   params = jax.jit(model.init)(jax.random.PRNGKey(0), prompt)
+  if cast_kernels:  # as `generate` does
+    params = dense_kernels_in(params, config.compute_dtype)
   cache_len = context + steps
   cache_shapes = jax.eval_shape(lambda p: decoder.prefill(p, prompt, cache_len)[1], params)
   caches = jax.jit(random_cache, static_argnums=1)(cache_shapes, context, jax.random.PRNGKey(2))
@@ -138,5 +143,6 @@ def time_generation(config: LMConfig, batch: int, context: int, *, steps: int = 
       samples.append(time.perf_counter() - start)
   seconds = statistics.median(samples)
   return {"model_pattern": config.pattern, "num_layers": config.num_layers, "batch": batch,
-          "context": context, "steps": steps, "tokens_per_s": batch * steps / seconds,
+          "context": context, "cast_kernels": cast_kernels, "steps": steps,
+          "tokens_per_s": batch * steps / seconds,
           "step_ms": seconds / steps * 1e3}
