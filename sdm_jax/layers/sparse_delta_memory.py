@@ -30,6 +30,7 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from sdm_jax import sharding
+from sdm_jax.layers.decode_rows import pad_rows
 from sdm_jax.layers.gates import DeltaGates
 from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.ops.product_key import product_key_topk
@@ -189,8 +190,10 @@ class SparseDeltaMemory(RecurrentMixer):
     """One token per sequence (x [B, 1, d]) -> (y [B, 1, d], cache)."""
     del positions
     chex.assert_axis_dimension(x, 1, 1)
-    step_inputs = [a[:, 0] for a in self._inputs(x)]
+    batch = x.shape[0]
+    padded = pad_rows(x)  # batch 1: GEMMs, not reductions (decode_rows)
+    step_inputs = [a[:batch, 0] for a in self._inputs(padded)]
     readings, memory = sparse_delta_step(cache.memory, *step_inputs, error=self.error,
                                          impl=self.impl)
-    return (self._output(x, readings[:, None].astype(x.dtype)),
-            SparseDeltaMemoryCache(memory=memory))
+    readings = pad_rows(readings[:, None].astype(x.dtype))
+    return self._output(padded, readings)[:batch], SparseDeltaMemoryCache(memory=memory)

@@ -81,14 +81,17 @@ def test_memory_dtype_picks_the_table_storage(params):
   np.testing.assert_allclose(last[:, 0], full[:, -1], rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("error, impl", [("shared", "chunked"), ("per_slot", "reference"),
-                                         ("shared", "pallas")])
-def test_cached_decode_equals_parallel_forward(params, error, impl):
+@pytest.mark.parametrize("error, impl, batch", [
+    ("shared", "chunked", 2), ("per_slot", "reference", 2), ("shared", "pallas", 2),
+    ("shared", "chunked", 1)])
+def test_cached_decode_equals_parallel_forward(params, error, impl, batch):
   """"pallas": the phase-2 kernels and the fused step kernel, interpreted on CPU (one head,
-  so that Dv = 16 suits them)."""
+  so that Dv = 16 suits them). Batch 1: the step's projections run on a padded row
+  (`decode_rows`)."""
   overrides = dict(num_heads=1, chunk_size=16) if impl == "pallas" else {}
   layer = make_layer(error=error, impl=impl, **overrides)
   x, positions = inputs()
+  x = x[:batch]
   if impl == "pallas":
     params = jax.jit(layer.init)(jax.random.PRNGKey(1), x, positions)
   prompt = 3
@@ -109,7 +112,7 @@ def test_cached_decode_equals_parallel_forward(params, error, impl):
   assert full.shape == x.shape
   np.testing.assert_allclose(head, full[:, :prompt], rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(decoded, full[:, prompt:], rtol=1e-4, atol=1e-5)
-  assert cache.memory.shape == (2, layer.num_heads, 16, 16 // layer.num_heads)
+  assert cache.memory.shape == (batch, layer.num_heads, 16, 16 // layer.num_heads)
 
 
 def test_learned_initial_table_gets_a_gradient(params):
