@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from pallas_kernels import platform
 from pallas_kernels.attention.decode_xla import attention_mask
 from sdm_jax import sharding
+from sdm_jax.layers.decode_rows import pad_rows
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.layers.rotary import apply_rotary
 from sdm_jax.ops import decode_attention
@@ -223,9 +224,13 @@ class Attention(nn.Module):
   def decode(self, x: jax.Array, positions: jax.Array, cache: AttentionCache,
              kv_hook: KVHook | None = None):
     """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache)."""
-    q, k, v = self._project(x, positions, kv_hook)
+    batch = x.shape[0]
+    # Batch 1: the projections on two rows, GEMMs rather than reductions (decode_rows); a
+    # kv_hook sees the batch as it is.
+    pad = pad_rows if kv_hook is None else (lambda y: y)
+    q, k, v = (y[:batch] for y in self._project(pad(x), pad(positions), kv_hook))
     cache = write_cache(cache, k, v, positions)
     o = decode_attention.single_query_attention(q, cache.k, cache.v, positions,
                                                 cache.positions, window=self.window,
                                                 impl=self.decode_impl)
-    return self._output(o), cache
+    return self._output(pad(o))[:batch], cache

@@ -6,8 +6,8 @@ into one reduction): on the H200 at d = 2048 the SDM layer's projections took 0.
 step that way against 0.02 ms as one GEMM at batch 8 (`bench_decode --top_ops`,
 WORKSPACE.md issue 15, session 16). Padding the rows to `MIN_ROWS` should keep the GEMM
 (on CPU the optimized HLO keeps the [2, d] dot); the padded rows are zeros and are dropped
-after the layer's token-wise work. Used by the SDM step; its effect on the H200 is not yet
-timed (`devrun/session16d.sh` of session 16 is the A/B; WORKSPACE.md, issue 15).
+after the layer's token-wise work. Used by the SDM step and attention decode (A, S); the
+effect on the H200 is not yet timed (WORKSPACE.md, issue 15, session 16, has the A/B).
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from sdm_jax.models.lm import LM
 TINY = dict(vocab_size=50, d_model=32, num_heads=2, max_seq_len=64)
 
 
-def init(config, length=8, seed=0):
+def init(config, length=8, seed=0, batch=2):
   model = LM(config)
-  tokens = jax.random.randint(jax.random.PRNGKey(seed), (2, length), 0, config.vocab_size)
+  tokens = jax.random.randint(jax.random.PRNGKey(seed), (batch, length), 0, config.vocab_size)
   return model, model.init(jax.random.PRNGKey(seed + 1), tokens), tokens
 
 
@@ -25,15 +25,16 @@ def init(config, length=8, seed=0):
 SMALL_SDM = dict(sdm_slots=64, sdm_writes=4, sdm_reads=4, sdm_chunk_size=8, sdm_impl="reference")
 
 
-# SAG covers A and S under the default decode path; SA the decode-attention kernel.
-@pytest.mark.parametrize("pattern,attention_decode_impl", [
-    ("SAG", "auto"), ("SM", "auto"), ("SA", "pallas")])
-def test_cached_decode_equals_parallel_forward(pattern, attention_decode_impl):
+# SAG covers A and S under the default decode path; SA the decode-attention kernel; batch
+# 1 the layers' projections on padded rows (sdm_jax/layers/decode_rows.py).
+@pytest.mark.parametrize("pattern,attention_decode_impl,batch", [
+    ("SAG", "auto", 2), ("SM", "auto", 2), ("SA", "pallas", 2), ("SAM", "auto", 1)])
+def test_cached_decode_equals_parallel_forward(pattern, attention_decode_impl, batch):
   # window 4 with 19 tokens: the S ring buffer wraps around several times.
   config = LMConfig(**TINY, pattern=pattern, num_layers=max(2, len(pattern)),
                     window=4, gdn_chunk_size=8, attention_decode_impl=attention_decode_impl,
                     **SMALL_SDM)
-  model, params, tokens = init(config, length=19)
+  model, params, tokens = init(config, length=19, batch=batch)
   full = jax.jit(model.apply)(params, tokens)  # jitted: eager dispatch compiles op by op
   prompt_len = 3
   logits, caches = jax.jit(lambda p, t: model.apply(p, t, 32, method=LM.prefill))(
@@ -42,7 +43,7 @@ def test_cached_decode_equals_parallel_forward(pattern, attention_decode_impl):
   decode = jax.jit(lambda p, tok, pos, c: model.apply(p, tok, pos, c, method=LM.decode))
   steps = []
   for t in range(prompt_len, tokens.shape[1]):
-    step_logits, caches = decode(params, tokens[:, t:t + 1], jnp.full((2, 1), t), caches)
+    step_logits, caches = decode(params, tokens[:, t:t + 1], jnp.full((batch, 1), t), caches)
     steps.append(step_logits)
   np.testing.assert_allclose(jnp.concatenate(steps, 1), full[:, prompt_len:], rtol=1e-5,
                              atol=1e-5)
