@@ -10,6 +10,8 @@ and install with `pip install --no-deps --target`, as README "Running on a GPU" 
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import Any
 
 import jax
@@ -19,6 +21,12 @@ import numpy as np
 from sdm_jax.evaluation import gdn_benchmarks
 from sdm_jax.evaluation import timing
 from sdm_jax.ops import gated_delta
+
+
+def _progress(started: float, what: str) -> None:
+  """One line on stderr: where a slow first call (fla autotunes each kernel) spends time."""
+  print(f"[gdn_fla {time.perf_counter() - started:7.1f} s] {what}", file=sys.stderr,
+        flush=True)
 
 
 def _import_fla():
@@ -55,7 +63,9 @@ def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmu
   Also reports the largest difference between fla's o and ours (`impl="auto"`, chunk_size)
   relative to our largest entry: both compute the same rule on the same inputs.
   """
+  started = time.perf_counter()
   torch, chunk_gated_delta_rule, fla_chunk_o = _import_fla()
+  _progress(started, f"imported torch {torch.__version__} and fla")
   guard_bypassed = _bypass_hopper_guard(fla_chunk_o)
   inputs = gdn_benchmarks.make_inputs(0, batch=batch, seq_len=seq_len, heads=heads,
                                       key_dim=key_dim, value_dim=value_dim,
@@ -73,8 +83,11 @@ def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmu
   def sync(_):
     torch.cuda.synchronize()
 
+  _progress(started, "inputs on the GPU; forward (the first call autotunes)")
   fwd = timing.time_call(forward, warmup=warmup, repeats=repeats, sync=sync)
+  _progress(started, "forward timed; forward+backward (the backward autotunes)")
   fwd_bwd = timing.time_call(forward_backward, warmup=warmup, repeats=repeats, sync=sync)
+  _progress(started, "forward+backward timed; ours for the difference")
   ours = np.asarray(jax.jit(lambda *x: gated_delta.gated_delta_rule(
       *x, chunk_size=chunk_size))(*inputs)[0], np.float32)
   theirs = forward()[0].float().cpu().numpy()
