@@ -118,9 +118,10 @@ def generate(model: LM | TokenDecoder, params, prompt: jax.Array, *, steps: int,
 
   The prompt is processed by `prefill` (in parallel for an `LM`); each new token costs one
   `decode`, inside a `lax.scan`. An `LM`'s Dense kernels are cast to its compute dtype
-  once, before both (`dense_kernels_in`: the same tokens, fewer bytes per step). With `progress`, the scan runs in segments of
-  `segment_tokens` and `progress(tokens_done, steps)` is called after each (same tokens:
-  the sampling keys do not depend on the segmenting).
+  once, before both (`dense_kernels_in`: the same tokens, fewer bytes per step). With
+  `progress`, the scan runs in segments of `segment_tokens` and `progress(tokens_done,
+  steps)` is called after each (same tokens: the sampling keys do not depend on the
+  segmenting).
   """
   decoder = LMDecoder(model) if isinstance(model, LM) else model
   if isinstance(model, LM):
