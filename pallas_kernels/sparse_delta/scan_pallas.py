@@ -33,7 +33,8 @@ dependent gathers each. See WORKSPACE.md.)
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
-every sum accumulates in float32; the C x C products use TF32x3 (about float32).
+every sum accumulates in float32; the C x C products use TF32x3 (about float32; one TF32
+pass with `KernelConfig.f32_dot_passes=1`, not yet timed).
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ class KernelConfig(NamedTuple):
   # / 2 / 4 / 8: 14.58 / 14.05 / 13.90 / 13.90 ms at layer B's shapes, 31.08 / 29.87 /
   # 29.70 / 29.53 ms at A's (WORKSPACE.md, session 16).
   scan_unroll: int = 4
+  # The dense kernels' C x C products: 3 = TF32x3 (about float32), 1 = one TF32 pass (what
+  # XLA's default float32 matmuls give the twin; the GDN kernels' choice for 16-bit inputs).
+  f32_dot_passes: int = 3
 
 
 def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
@@ -101,6 +105,9 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
                      f"got {config.block_cols}")
   if not isinstance(config.scan_unroll, int) or config.scan_unroll < 1:
     raise ValueError(f"KernelConfig.scan_unroll must be an int >= 1, got {config.scan_unroll!r}")
+  if config.f32_dot_passes not in (1, 3):
+    raise ValueError(f"KernelConfig.f32_dot_passes must be 1 (TF32) or 3 (TF32x3), got "
+                     f"{config.f32_dot_passes!r}")
   if config.block_cols < 16:  # the C x C products' N dimension (Triton's dot minimum)
     raise ValueError(f"KernelConfig.block_cols must be >= 16, got {config.block_cols}")
 
@@ -127,12 +134,13 @@ class _Dims(NamedTuple):
     return max(1, min(self.chunk, config.group_entries // max(self.writes, self.reads)))
 
 
-def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, block_cols, chunk, interpret,
+def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, config, chunk, interpret,
                  transpose=False):
   """mat[*mat_lead] [C, C] (or its transpose) @ rhs[*rhs_lead, :, cols] [C, BD] in float32
-  (TF32x3 on GPU), in K blocks loaded from memory (a 256 x 256 float32 matrix would not fit
-  on chip)."""
-  precision = platform.f32_dot_precision(interpret)
+  (on GPU TF32x3 or one TF32 pass: `KernelConfig.f32_dot_passes`), in K blocks loaded from
+  memory (a 256 x 256 float32 matrix would not fit on chip)."""
+  precision = platform.f32_dot_precision(interpret, config.f32_dot_passes)
+  block_cols = config.block_cols
   contract = ((0,), (0,)) if transpose else ((1,), (0,))
   k_block = min(chunk, 64)
   acc = jnp.zeros((chunk, block_cols), jnp.float32)
@@ -255,11 +263,11 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
                                               - r["r0"][bh, :, cols])
     platform.triton_barrier(interpret)
     r["delta_out"][(*here, slice(None), cols)] = _blocked_dot(
-        r["solve"], r["y_out"], here, here, cols0, block, chunk, interpret)
+        r["solve"], r["y_out"], here, here, cols0, config, chunk, interpret)
     platform.triton_barrier(interpret)
   delta = r["delta_out"] if dims.shared else r["values"]
   r["out_out"][(*here, slice(None), cols)] = r["out_read"][bh, :, cols] + _blocked_dot(
-      r["qk"], delta, here, here, cols0, block, chunk, interpret)
+      r["qk"], delta, here, here, cols0, config, chunk, interpret)
 
 
 def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
@@ -316,11 +324,11 @@ def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   c, bh, cols0, _ = _program(r, block)
   here, cols = (c, bh), pl.ds(cols0, block)
   r["d_delta_out"][(*here, slice(None), cols)] = r["kd"][bh, :, cols] + _blocked_dot(
-      r["qk"], r["d_out"], here, here, cols0, block, chunk, interpret, transpose=True)
+      r["qk"], r["d_out"], here, here, cols0, config, chunk, interpret, transpose=True)
   if dims.shared:
     platform.triton_barrier(interpret)
     r["d_values_out"][(*here, slice(None), cols)] = _blocked_dot(
-        r["solve"], r["d_delta_out"], here, here, cols0, block, chunk, interpret,
+        r["solve"], r["d_delta_out"], here, here, cols0, config, chunk, interpret,
         transpose=True)
 
 

@@ -154,6 +154,7 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(block_cols=8), "block_cols must be >= 16"),
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
     (dict(scan_unroll=0), "scan_unroll must be an int >= 1"),
+    (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
