@@ -10,8 +10,10 @@ For each mixer letter, batch and context length: builds a one-layer LMConfig at
 each named experiment config (--models; empty to skip), batch and --model_contexts: the
 whole model's greedy decoding, --model_steps tokens in one jitted `lax.scan` as
 `generate` runs them (`sdm_jax.evaluation.decode_benchmarks`); the --sdm_impl,
---sdm_topk_impl and --attention_decode_impl flags given apply to both. Prints a table and,
-last, one JSON object.
+--sdm_topk_impl and --attention_decode_impl flags given apply to both. With --sdpa_peer,
+also PyTorch's SDPA decode step with its projections at every batch and context, the peer
+of the A mixer (`sdm_jax.evaluation.peer_benchmarks`; needs PyTorch with CUDA). Prints a
+table and, last, one JSON object.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import jax
 from experiments import cli
 from experiments import common
 from experiments import configs
+from sdm_jax.evaluation import peer_benchmarks
 from sdm_jax.evaluation.decode_benchmarks import time_decode, time_generation
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS
@@ -60,6 +63,9 @@ _DTYPE = flags.DEFINE_enum("compute_dtype", "bfloat16", ["bfloat16", "float32"],
 _CAST_KERNELS = flags.DEFINE_bool(
     "cast_kernels", True, "Dense kernels stored in the compute dtype, as `generate` decodes "
     "(the same outputs, half the weight bytes per step in bf16); false: float32 kernels.")
+_SDPA_PEER = flags.DEFINE_bool(
+    "sdpa_peer", False, "Also time PyTorch's scaled_dot_product_attention decode step with "
+    "its projections (--d_model, --heads) at every batch and context: the A mixer's peer.")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps.")
 _REPEATS = flags.DEFINE_integer("repeats", 20, "Timed steps; the median is reported.")
 
@@ -91,6 +97,16 @@ def main(argv):
               f"{result['scan_step_ms']:.3f} in a scan "
               f"(cache {result['cache_bytes_per_sequence'] / 2**20:,.1f} MiB/sequence)",
               flush=True)
+  peers = []
+  for batch in map(int, _BATCHES.value) if _SDPA_PEER.value else ():
+    for context in map(int, _CONTEXTS.value):
+      result = peer_benchmarks.benchmark_sdpa_decode(
+          batch=batch, context=context, d_model=_D_MODEL.value, heads=_HEADS.value,
+          warmup=_WARMUP.value, repeats=_REPEATS.value)
+      peers.append(result)
+      print(f"SDPA B={batch:<2d} context={context:>7,d}: {result['step_ms']:8.3f} ms/token, "
+            f"{result['back_to_back_ms']:.3f} back to back, "
+            f"{result['cuda_graph_step_ms']:.3f} as a CUDA graph", flush=True)
   # The impl flags given on the command line apply to the whole models too; the others
   # keep each config's own choice.
   impl_overrides = {flag.name: flag.value for flag in (_SDM_IMPL, _SDM_TOPK_IMPL,
@@ -107,7 +123,8 @@ def main(argv):
         print(f"{name} B={batch:<2d} context={context:>7,d}: {result['tokens_per_s']:10,.0f} "
               f"tokens/s ({result['step_ms']:.3f} ms/step)", flush=True)
   print(records.dumps({"device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
-                       "d_model": _D_MODEL.value, "results": results, "models": models}))
+                       "d_model": _D_MODEL.value, "results": results, "models": models,
+                       "peers": peers}))
 
 
 if __name__ == "__main__":

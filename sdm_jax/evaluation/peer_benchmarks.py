@@ -1,6 +1,8 @@
 """Peers timed beside our ops in the same run and the same way (`timing.time_call`, waited
 for per call and back to back): flash-linear-attention's chunked gated delta rule
-(`--op=gdn_fla` of `experiments.bench_ops`), on the inputs our GDN benchmark draws.
+(`--op=gdn_fla` of `experiments.bench_ops`), on the inputs our GDN benchmark draws; and
+PyTorch's `scaled_dot_product_attention` decode step with its projections
+(`experiments.bench_decode --sdpa_peer`), the peer of our full-attention decode.
 
 PyTorch and fla are not dependencies of this library: they are imported here, on call, and
 a missing one raises an ImportError saying what to install (fla: the `fla-core` and
@@ -29,11 +31,16 @@ def _progress(started: float, what: str) -> None:
         flush=True)
 
 
-def _import_fla():
+def _import_torch(what: str):
   try:
     import torch  # pylint: disable=import-outside-toplevel
   except ImportError as e:
-    raise ImportError("--op=gdn_fla needs PyTorch with CUDA") from e
+    raise ImportError(f"{what} needs PyTorch with CUDA") from e
+  return torch
+
+
+def _import_fla():
+  torch = _import_torch("--op=gdn_fla")
   try:
     from fla.ops import gated_delta_rule as fla_gdn  # pylint: disable=import-outside-toplevel
     from fla.ops.common import chunk_o as fla_chunk_o  # pylint: disable=import-outside-toplevel
@@ -104,3 +111,66 @@ def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmu
       "hopper_backward_guard_bypassed": guard_bypassed,
       "torch_version": torch.__version__,
   }
+
+
+def benchmark_sdpa_decode(*, batch: int, context: int, d_model: int, heads: int,
+                          warmup: int, repeats: int, device: str = "cuda") -> dict[str, Any]:
+  """One decode step of full attention in PyTorch, bf16: x [B, 1, d] -> q, k, v by one
+  [d, 3d] projection, k and v written into a [B, H, L, D] cache (SDPA's layout) at slot
+  context - 1 of a cache holding `context` tokens, `scaled_dot_product_attention` of the
+  query over the whole cache, then the [d, d] output projection. What the issue's SDPA
+  figures time, without rotary embeddings (ours has them).
+
+  Timed per call (waited for) and back to back as `timing.time_call` times ours; on CUDA
+  also as a replayed CUDA graph, the nearest to our steps inside one jitted scan (no host
+  work per token). Returns milliseconds per step."""
+  torch = _import_torch("--sdpa_peer")
+  functional = torch.nn.functional
+  head_dim = d_model // heads
+  generator = torch.Generator(device=device).manual_seed(0)
+  bf16 = torch.bfloat16
+
+  def normal(*shape, scale=1.0):
+    return (torch.randn(*shape, generator=generator, device=device) * scale).to(bf16)
+
+  x = normal(batch, 1, d_model)
+  w_qkv = normal(d_model, 3 * d_model, scale=d_model**-0.5)
+  w_o = normal(d_model, d_model, scale=d_model**-0.5)
+  k_cache = normal(batch, heads, context, head_dim)
+  v_cache = normal(batch, heads, context, head_dim)
+  slot = context - 1
+
+  def step():
+    q, k, v = (y.view(batch, 1, heads, head_dim).transpose(1, 2)
+               for y in (x @ w_qkv).split(d_model, dim=-1))
+    k_cache[:, :, slot:slot + 1] = k
+    v_cache[:, :, slot:slot + 1] = v
+    o = functional.scaled_dot_product_attention(q, k_cache, v_cache)
+    return o.transpose(1, 2).reshape(batch, 1, d_model) @ w_o
+
+  on_cuda = device.startswith("cuda")
+
+  def sync(_):
+    if on_cuda:
+      torch.cuda.synchronize()
+
+  with torch.no_grad():
+    measured = timing.time_call(step, warmup=warmup, repeats=repeats, sync=sync)
+    result = {"peer": "torch scaled_dot_product_attention", "batch": batch,
+              "context": context, "d_model": d_model, "heads": heads,
+              "step_ms": measured["median_ms"], "min_ms": measured["min_ms"],
+              "back_to_back_ms": measured["back_to_back_ms"],
+              "cache_bytes_per_sequence": 2 * context * d_model * 2,
+              "torch_version": torch.__version__}
+    if on_cuda:
+      stream = torch.cuda.Stream()
+      stream.wait_stream(torch.cuda.current_stream())
+      with torch.cuda.stream(stream):  # warm-up on a side stream, as graph capture asks
+        step()
+      torch.cuda.current_stream().wait_stream(stream)
+      graph = torch.cuda.CUDAGraph()
+      with torch.cuda.graph(graph):
+        step()
+      replayed = timing.time_call(graph.replay, warmup=warmup, repeats=repeats, sync=sync)
+      result["cuda_graph_step_ms"] = replayed["back_to_back_ms"]
+  return result

@@ -13,6 +13,7 @@ def test_bench_decode_reports_each_mixer_batch_and_context(run_cli):
                    "--model_steps=3", "--attention_decode_impl=xla")  # reaches the models too
   result = json.loads(stdout.strip().splitlines()[-1])
   rows = {(r["mixer"], r["context"]): r for r in result["results"]}
+  assert result["peers"] == []  # --sdpa_peer is off by default
   assert set(rows) == {(m, c) for m in "MGSA" for c in (16, 64)}
   assert all(r["step_ms"] > 0 and r["scan_step_ms"] > 0 for r in rows.values())
   models = {(r["model"], r["context"]): r for r in result["models"]}

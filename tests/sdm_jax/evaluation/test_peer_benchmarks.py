@@ -1,5 +1,5 @@
-"""The peer benchmarks: what they need is said when it is missing; fla's Hopper guard. (Not
-run here against fla itself: its autotuning takes minutes per shape on first call.)"""
+"""The peer benchmarks: what they need is said when it is missing; fla's Hopper guard. (They
+run on the H200 only: PyTorch is not a dependency here, and fla autotunes for minutes.)"""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ def test_fla_benchmark_says_what_to_install():
   with pytest.raises(ImportError, match="needs (PyTorch|flash-linear-attention)"):
     peer_benchmarks.benchmark_fla_gdn(batch=1, seq_len=8, heads=1, key_dim=16, value_dim=16,
                                       dtype="bfloat16", warmup=0, repeats=1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None,
+                    reason="PyTorch is installed here")
+def test_sdpa_benchmark_says_what_to_install():
+  with pytest.raises(ImportError, match="--sdpa_peer needs PyTorch"):
+    peer_benchmarks.benchmark_sdpa_decode(batch=1, context=8, d_model=32, heads=2, warmup=0,
+                                          repeats=1, device="cpu")
 
 
 def test_hopper_guard_is_bypassed_only_where_it_would_trip():
