@@ -20,6 +20,7 @@ task; one line per run).
 from __future__ import annotations
 
 import os
+import statistics
 from typing import Any
 
 MIXER_NAMES = {"A": "full attention (SA)", "S": "sliding window (SS)",
@@ -148,9 +149,7 @@ def _best_per_state(line: list[dict[str, Any]]) -> list[dict[str, Any]]:
   best: dict[int, dict[str, Any]] = {}
   for (state, _), runs in by_rate.items():
     accuracies = sorted(r["accuracy"] for r in runs)
-    middle = len(accuracies) // 2
-    median = (accuracies[middle] if len(accuracies) % 2
-              else (accuracies[middle - 1] + accuracies[middle]) / 2)
+    median = statistics.median(accuracies)
     kept = best.get(state)
     if kept is None or median > kept["accuracy"]:
       best[state] = {**runs[0], "accuracy": median, "seed_accuracies": accuracies}
@@ -242,7 +241,8 @@ def format_record_table(records: list[dict[str, Any]]) -> str:
   """One row per run (its name, with " s<seed>" for training seeds other than 0): its
   learning rate, task, state, mixer FLOPs, accuracy at the training
   length and at the other scored lengths, steps and why training ended, final loss, and for
-  SDM the M0 rows training moved and the slots written on held-out sequences."""
+  SDM the M0 rows training moved and the slots written on held-out sequences. Then, where a
+  model was trained with several seeds at a rate, `format_seed_table`."""
   runs: dict[str, list[dict[str, Any]]] = {}
   for record in records:
     runs.setdefault(record["run_key"], []).append(record)
@@ -265,4 +265,26 @@ def format_record_table(records: list[dict[str, Any]]) -> str:
         f"{head['steps']:>5}/{head['step_cap']:<5} {head['stop_reason']:<10} {loss:>7} "
         f"{fraction(head.get('m0_rows_trained_fraction')):>7} "
         f"{fraction(head.get('slots_written_fraction')):>7}  {others}")
+  seeds = format_seed_table(records)
+  return "\n".join(lines) + (f"\n\n{seeds}" if seeds else "")
+
+
+def format_seed_table(records: list[dict[str, Any]]) -> str:
+  """The noise level: per model and learning rate trained with several seeds, the accuracy
+  at the training length of each seed, their median (what the plots draw) and spread (max
+  - min). Empty when no model has several seeds."""
+  by_model: dict[tuple, dict[int, float]] = {}
+  for record in filter(_is_headline, records):
+    key = (record["name"], record.get("peak_lr"))
+    by_model.setdefault(key, {})[record.get("seed") or 0] = record["accuracy"]
+  several = {key: seeds for key, seeds in by_model.items() if len(seeds) > 1}
+  if not several:
+    return ""
+  lines = [f"{'seeds of':<22} {'lr':>6}  {'seed: accuracy':<40} {'median':>6} {'spread':>6}"]
+  for (name, lr), seeds in several.items():
+    accuracies = sorted(seeds.values())
+    median = statistics.median(accuracies)
+    each = " ".join(f"{seed}: {seeds[seed]:.3f}" for seed in sorted(seeds))
+    lines.append(f"{name:<22} {lr:>6g}  {each:<40} {median:>6.3f} "
+                 f"{accuracies[-1] - accuracies[0]:>6.3f}")
   return "\n".join(lines)

@@ -255,7 +255,12 @@ def test_a_flat_run_stops_at_the_plateau_and_a_rerun_skips_it(tmp_path):
   assert seeded["skipped"] == ["G_K16 seed 0"] and seeded["ran"] == ["G_K16 seed 1"]
   records = recall_sweep.load_records(results_file)
   assert [(r["peak_lr"], r["seed"]) for r in records] == [(0.0, 0), (1e-9, 0), (0.0, 1)]
-  assert "G_K16 s1 " in recall_plots.format_record_table(records)
+  table = recall_plots.format_record_table(records)
+  assert "G_K16 s1 " in table
+  # The seed table: G_K16 at rate 0 has seeds 0 and 1; its rate 1e-9 run has one seed.
+  seed_lines = recall_plots.format_seed_table(records).splitlines()
+  assert len(seed_lines) == 2 and seed_lines[1].startswith("G_K16") and table.endswith(
+      seed_lines[1])
 
 
 def test_needle_runs_are_scored_at_each_context(tmp_path):
