@@ -38,6 +38,17 @@ def triton_barrier(interpret: bool) -> None:
     pltriton.debug_barrier()
 
 
+F32_DOT_PASSES = (1, 3)  # one TF32 pass, TF32x3
+
+
+def f32_dot_passes_problem(name: str, passes) -> str | None:
+  """Why `passes` (the field or argument `name`) is not a pass count `f32_dot_precision`
+  takes, or None."""
+  if passes not in F32_DOT_PASSES:
+    return f"{name} must be 1 (TF32) or 3 (TF32x3), got {passes!r}"
+  return None
+
+
 def f32_dot_precision(interpret: bool, passes: int = 3):
   """The precision of a float32 matmul inside a GPU kernel: full precision in interpret
   mode; on the GPU TF32x3 (passes=3, about float32) or one TF32 pass (passes=1, what XLA's

@@ -115,8 +115,9 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
     if getattr(config, name) not in (1, 2, 4, 8, 16):
       return f"{name} must be 1, 2, 4, 8 or 16, got {getattr(config, name)}"
   for name in ("f32_dot_passes", "state_f32_dot_passes"):
-    if getattr(config, name) not in (1, 3):
-      return f"{name} must be 1 (TF32) or 3 (TF32x3), got {getattr(config, name)}"
+    reason = platform.f32_dot_passes_problem(name, getattr(config, name))
+    if reason:
+      return reason
   for name in ("num_stages", "state_stages"):
     if getattr(config, name) < 1:
       return f"{name} must be >= 1, got {getattr(config, name)}"

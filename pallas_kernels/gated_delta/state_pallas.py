@@ -164,8 +164,9 @@ def _check_tuning(value_dim: int, block_v: int, f32_passes: int, num_stages: int
   if not is_power_of_two(block_v) or block_v < MIN_DIM or value_dim % block_v:
     raise ValueError(f"block_v must be a power of two >= {MIN_DIM} dividing V={value_dim}, "
                      f"got {block_v}")
-  if f32_passes not in (1, 3):
-    raise ValueError(f"f32_passes must be 1 (TF32) or 3 (TF32x3), got {f32_passes}")
+  reason = platform.f32_dot_passes_problem("f32_passes", f32_passes)
+  if reason:
+    raise ValueError(reason)
   if num_stages < 1:
     raise ValueError(f"num_stages must be >= 1, got {num_stages}")
   return Tuning(block_v, f32_passes, num_stages)

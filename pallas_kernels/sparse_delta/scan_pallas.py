@@ -105,9 +105,10 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
                      f"got {config.block_cols}")
   if not isinstance(config.scan_unroll, int) or config.scan_unroll < 1:
     raise ValueError(f"KernelConfig.scan_unroll must be an int >= 1, got {config.scan_unroll!r}")
-  if config.f32_dot_passes not in (1, 3):
-    raise ValueError(f"KernelConfig.f32_dot_passes must be 1 (TF32) or 3 (TF32x3), got "
-                     f"{config.f32_dot_passes!r}")
+  reason = platform.f32_dot_passes_problem("KernelConfig.f32_dot_passes",
+                                           config.f32_dot_passes)
+  if reason:
+    raise ValueError(reason)
   if config.block_cols < 16:  # the C x C products' N dimension (Triton's dot minimum)
     raise ValueError(f"KernelConfig.block_cols must be >= 16, got {config.block_cols}")
 

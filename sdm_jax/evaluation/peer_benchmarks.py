@@ -7,7 +7,7 @@ PyTorch's `scaled_dot_product_attention` decode step with its projections
 PyTorch and fla are not dependencies of this library: they are imported here, on call, and
 a missing one raises an ImportError saying what to install (fla: the `fla-core` and
 `einops` wheels; on the lent H200, which has PyTorch and Triton but no registry, carry them
-and install with `pip install --no-deps --target`, as README "Running on a GPU" shows).
+and install with `pip install --no-deps --target`, as WORKSPACE.md "Running" shows).
 """
 
 from __future__ import annotations

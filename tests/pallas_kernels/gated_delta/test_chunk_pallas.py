@@ -193,6 +193,7 @@ def test_rejects_float64_and_configs_that_do_not_tile_v():
   for config, match in ((dict(block_v=64), "block_v must be a power of two >= 16 dividing V"),
                         (dict(state_block_v=24), "state_block_v must be"),
                         (dict(output_warps=3), "output_warps must be"),
+                        (dict(state_f32_dot_passes=2), "state_f32_dot_passes must be 1"),
                         (dict(diagonal_inverse="solve"), "diagonal_inverse must be one of")):
     with pytest.raises(ValueError, match=match):
       chunk_pallas.gated_delta_rule(*inputs, state, scale=1.0, chunk_size=16, twin=None,
