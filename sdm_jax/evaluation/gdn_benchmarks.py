@@ -36,6 +36,15 @@ def make_inputs(seed, *, batch, seq_len, heads, key_dim, value_dim, dtype):
   return tuple(x.astype(dtype) for x in (q, k, v, g, beta))
 
 
+def timing_fields(fwd: dict[str, float], fwd_bwd: dict[str, float]) -> dict[str, float]:
+  """The forward's and forward+backward's `timing.time_call` results as a GDN benchmark
+  reports them (ours and the peers', `peer_benchmarks`)."""
+  return {"fwd_ms": fwd["median_ms"], "fwd_bwd_ms": fwd_bwd["median_ms"],
+          "fwd_min_ms": fwd["min_ms"], "fwd_bwd_min_ms": fwd_bwd["min_ms"],
+          "fwd_back_to_back_ms": fwd["back_to_back_ms"],
+          "fwd_bwd_back_to_back_ms": fwd_bwd["back_to_back_ms"]}
+
+
 def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, impl, warmup,
               repeats, state_pass=None, pallas_backward="pallas", top_ops=0
               ) -> dict[str, Any]:
@@ -77,12 +86,7 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
       "backward": pallas_backward if resolved == "pallas_gpu" else None,
       "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
       "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
-      "fwd_ms": fwd["median_ms"],
-      "fwd_bwd_ms": fwd_bwd["median_ms"],
-      "fwd_min_ms": fwd["min_ms"],
-      "fwd_bwd_min_ms": fwd_bwd["min_ms"],
-      "fwd_back_to_back_ms": fwd["back_to_back_ms"],
-      "fwd_bwd_back_to_back_ms": fwd_bwd["back_to_back_ms"],
+      **timing_fields(fwd, fwd_bwd),
       "peak_bytes": timing.peak_memory_bytes(),
       "fwd_bwd_temp_bytes": timing.compiled_temp_bytes(forward_backward, *inputs),
   }

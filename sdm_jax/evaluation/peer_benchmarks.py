@@ -39,6 +39,14 @@ def _import_torch(what: str):
   return torch
 
 
+def _synchronize(torch, device: str):
+  """`timing.time_call`'s `sync` for PyTorch work on `device`: waits for the CUDA queue
+  (work on the CPU is done when a call returns)."""
+  if device.startswith("cuda"):
+    return lambda _: torch.cuda.synchronize()
+  return lambda _: None
+
+
 def _import_fla():
   torch = _import_torch("--op=gdn_fla")
   try:
@@ -87,9 +95,7 @@ def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmu
     o, _ = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
     return torch.autograd.grad(o.float().sum(), (q, k, v, g, beta))
 
-  def sync(_):
-    torch.cuda.synchronize()
-
+  sync = _synchronize(torch, "cuda")
   _progress(started, "inputs on the GPU; forward (the first call autotunes)")
   fwd = timing.time_call(forward, warmup=warmup, repeats=repeats, sync=sync)
   _progress(started, "forward timed; forward+backward (the backward autotunes)")
@@ -102,10 +108,7 @@ def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmu
       "peer": "fla chunk_gated_delta_rule",
       "batch": batch, "seq_len": seq_len, "heads": heads, "key_dim": key_dim,
       "value_dim": value_dim, "dtype": jnp.dtype(dtype).name,
-      "fwd_ms": fwd["median_ms"], "fwd_bwd_ms": fwd_bwd["median_ms"],
-      "fwd_min_ms": fwd["min_ms"], "fwd_bwd_min_ms": fwd_bwd["min_ms"],
-      "fwd_back_to_back_ms": fwd["back_to_back_ms"],
-      "fwd_bwd_back_to_back_ms": fwd_bwd["back_to_back_ms"],
+      **gdn_benchmarks.timing_fields(fwd, fwd_bwd),
       "o_max_rel_difference_from_ours": float(np.abs(theirs - ours).max()
                                               / (np.abs(ours).max() + 1e-30)),
       "hopper_backward_guard_bypassed": guard_bypassed,
@@ -149,11 +152,7 @@ def benchmark_sdpa_decode(*, batch: int, context: int, d_model: int, heads: int,
     return o.transpose(1, 2).reshape(batch, 1, d_model) @ w_o
 
   on_cuda = device.startswith("cuda")
-
-  def sync(_):
-    if on_cuda:
-      torch.cuda.synchronize()
-
+  sync = _synchronize(torch, device)
   with torch.no_grad():
     measured = timing.time_call(step, warmup=warmup, repeats=repeats, sync=sync)
     result = {"peer": "torch scaled_dot_product_attention", "batch": batch,
