@@ -3,6 +3,7 @@
   python -m experiments.bench_ops --op=gdn --batch=4 --seq_len=4096 --heads=8 \
       --key_dim=64 --value_dim=128 --dtype=bfloat16
   python -m experiments.bench_ops --op=gdn_fla ...   # flash-linear-attention's, same inputs
+  python -m experiments.bench_ops --op=train_step --train_configs=gdn_small,sdm_small --top_ops=40
   python -m experiments.bench_ops --op=decode_attention --batch=8 --seq_len=131072 \
       --heads=16 --value_dim=128 --tilings="default,min_programs=1024"   # L = seq_len, D = value_dim
 
@@ -18,10 +19,13 @@ from absl import flags
 import jax
 
 from experiments import cli
+from experiments import common
+from experiments import configs
 from sdm_jax.evaluation import attention_benchmarks
 from sdm_jax.evaluation import gdn_benchmarks
 from sdm_jax.evaluation import peer_benchmarks
 from sdm_jax.evaluation import sdm_benchmarks
+from sdm_jax.evaluation import step_benchmarks
 from sdm_jax.evaluation import topk_benchmarks
 from sdm_jax.ops import gated_delta
 from sdm_jax.ops import product_key
@@ -61,7 +65,7 @@ _TABLE_DTYPE = flags.DEFINE_enum(
     "bfloat16 on GPU for bfloat16 activations).")
 _MODEL_DIM = flags.DEFINE_integer("model_dim", 2048, "Model width d (sdm_layer; Dv = d / H).")
 _TOP_OPS = flags.DEFINE_integer(
-    "top_ops", 0, "gdn, sdm, sdm_layer: also list this many costliest device ops of the forward "
+    "top_ops", 0, "gdn, sdm, sdm_layer, train_step: also list this many costliest device ops of the forward "
     "and forward+backward (a profiler trace; empty on CPU).")
 _TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", list(product_key.IMPLS),
                                "Product-key top-k implementation (sdm_layer).")
@@ -172,6 +176,29 @@ def _bench_decode_attention() -> dict[str, Any]:
 
 
 BENCHMARKS["decode_attention"] = _bench_decode_attention
+
+
+_TRAIN_CONFIGS = flags.DEFINE_list(
+    "train_configs", ["gdn_small", "sdm_small"],
+    "train_step: language-model configs (experiments/configs) whose training step is timed, "
+    "one after another in this process, each at its own train.batch_size and seq_len.")
+
+
+def _bench_train_step() -> dict[str, Any]:
+  results = []
+  for name in _TRAIN_CONFIGS.value:
+    config = configs.get_config(name)
+    if config.get("kind", "lm") != "lm":
+      raise ValueError(f"--train_configs takes language-model configs (kind 'lm'); {name!r} "
+                       f"is of kind {config.kind!r}")
+    model_config, train_config, _ = common.lm_configs(config)
+    results.append({"config": name, **step_benchmarks.benchmark_train_step(
+        model_config, train_config, warmup=_WARMUP.value, repeats=_REPEATS.value,
+        top_ops=_TOP_OPS.value)})
+  return {"results": results}
+
+
+BENCHMARKS["train_step"] = _bench_train_step
 
 
 def main(argv):
