@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from sdm_jax import sharding
+from sdm_jax.layers.decode_rows import pad_rows
 from sdm_jax.layers.gates import DeltaGates
 from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.layers.norms import RMSNorm
@@ -128,6 +129,15 @@ class GatedDeltaNet(RecurrentMixer):
   def decode(self, x: jax.Array, positions: jax.Array, cache: GatedDeltaNetCache):
     """One token per sequence (x [B, 1, d]) -> (y, cache)."""
     del positions
-    q, k, v, g, beta, tails = self._inputs(x, cache)
-    o, state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], cache.state)
-    return self._output(x, o[:, None]), GatedDeltaNetCache(state=state, **tails)
+    batch = x.shape[0]
+    # Batch 1: the projections (and the convolutions' tails with them) on two rows, GEMMs
+    # rather than reductions (decode_rows); the state is never padded.
+    padded = pad_rows(x)
+    tails_cache = cache._replace(conv_q=pad_rows(cache.conv_q), conv_k=pad_rows(cache.conv_k),
+                                 conv_v=pad_rows(cache.conv_v))
+    q, k, v, g, beta, tails = self._inputs(padded, tails_cache)
+    o, state = gated_delta_step(q[:batch, 0], k[:batch, 0], v[:batch, 0], g[:batch, 0],
+                                beta[:batch, 0], cache.state)
+    y = self._output(padded, pad_rows(o[:, None]))[:batch]
+    return y, GatedDeltaNetCache(state=state, **{name: tail[:batch]
+                                                 for name, tail in tails.items()})

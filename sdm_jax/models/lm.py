@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from sdm_jax import sharding
+from sdm_jax.layers.decode_rows import pad_rows
 from sdm_jax.layers.mlp import MLP
 from sdm_jax.layers.norms import RMSNorm
 from sdm_jax.models.config import LMConfig
@@ -68,7 +69,8 @@ class Block(nn.Module):
 
   def decode(self, x: jax.Array, positions: jax.Array, cache: Any, **mixer_kwargs):
     mixed, cache = self.mixer.decode(self.mixer_norm(x), positions, cache, **mixer_kwargs)
-    return self._finish(x, mixed), cache
+    # Batch 1: the MLP on two rows, GEMMs rather than reductions (decode_rows).
+    return self._finish(pad_rows(x), pad_rows(mixed))[:x.shape[0]], cache
 
 
 class LM(nn.Module):
@@ -132,7 +134,8 @@ class LM(nn.Module):
     for block, cache in zip(self.blocks, caches):
       x, cache = block.decode(x, positions, cache)
       new_caches.append(cache)
-    return self.logits(self.final_norm(x)), new_caches
+    # Batch 1: the head on two rows, a GEMM rather than a reduction (decode_rows).
+    return self.logits(self.final_norm(pad_rows(x)))[:tokens.shape[0]], new_caches
 
 
 def default_positions(tokens: jax.Array) -> jax.Array:
