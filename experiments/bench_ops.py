@@ -65,7 +65,7 @@ _TABLE_DTYPE = flags.DEFINE_enum(
     "bfloat16 on GPU for bfloat16 activations).")
 _MODEL_DIM = flags.DEFINE_integer("model_dim", 2048, "Model width d (sdm_layer; Dv = d / H).")
 _TOP_OPS = flags.DEFINE_integer(
-    "top_ops", 0, "gdn, sdm, sdm_layer, train_step: also list this many costliest device ops of the forward "
+    "top_ops", 0, "gdn, gdn_fla, sdm, sdm_layer, train_step: also list this many costliest device ops of the forward "
     "and forward+backward (a profiler trace; empty on CPU).")
 _TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", list(product_key.IMPLS),
                                "Product-key top-k implementation (sdm_layer).")
@@ -89,7 +89,7 @@ def _gdn_fla_from_flags() -> dict[str, Any]:
   return peer_benchmarks.benchmark_fla_gdn(
       batch=_BATCH.value, seq_len=_SEQ_LEN.value, heads=_HEADS.value, key_dim=_KEY_DIM.value,
       value_dim=_VALUE_DIM.value, dtype=_DTYPE.value, warmup=_WARMUP.value,
-      repeats=_REPEATS.value, chunk_size=_CHUNK.value)
+      repeats=_REPEATS.value, chunk_size=_CHUNK.value, top_ops=_TOP_OPS.value)
 
 
 BENCHMARKS["gdn_fla"] = _gdn_fla_from_flags

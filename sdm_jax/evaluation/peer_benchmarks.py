@@ -47,6 +47,34 @@ def _synchronize(torch, device: str):
   return lambda _: None
 
 
+def _cuda_time_by_kernel(torch, fn, *, repeats: int = 3, top: int = 20
+                         ) -> list[dict[str, Any]]:
+  """`timing.device_time_by_op` for PyTorch work: a `torch.profiler` trace of `repeats`
+  calls of `fn`, CUDA kernel time summed per kernel name, rows {"op", "ms" and "count" (per
+  call), "share" (of the trace's kernel time)}, costliest first."""
+  fn()
+  torch.cuda.synchronize()
+  activities = [torch.profiler.ProfilerActivity.CUDA]
+  with torch.profiler.profile(activities=activities) as profile:
+    for _ in range(repeats):
+      fn()
+    torch.cuda.synchronize()
+  totals: dict[str, list[float]] = {}
+  for event in profile.events():
+    if event.device_type != torch.autograd.DeviceType.CUDA:
+      continue
+    entry = totals.setdefault(event.name, [0.0, 0])
+    # A kernel's own duration in microseconds (older PyTorch names it cuda_time_total).
+    entry[0] += (event.device_time_total if hasattr(event, "device_time_total")
+                 else event.cuda_time_total)
+    entry[1] += 1
+  totals = {name: [us / 1e3, count] for name, (us, count) in totals.items()}
+  device_ms = sum(ms for ms, _ in totals.values()) or 1.0
+  rows = sorted(totals.items(), key=lambda item: -item[1][0])[:top]
+  return [{"op": name, "ms": ms / repeats, "count": count / repeats, "share": ms / device_ms}
+          for name, (ms, count) in rows]
+
+
 def _import_fla():
   torch = _import_torch("--op=gdn_fla")
   try:
@@ -70,13 +98,15 @@ def _bypass_hopper_guard(fla_chunk_o) -> bool:
 
 
 def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmup, repeats,
-                      chunk_size=64) -> dict[str, Any]:
+                      chunk_size=64, top_ops=0) -> dict[str, Any]:
   """fla's `chunk_gated_delta_rule` forward and forward+backward (grads of sum(o) w.r.t.
   q, k, v, g, beta; final state returned, as ours), timed as `gdn_benchmarks.benchmark`
   times ours, on the same inputs (`gdn_benchmarks.make_inputs`, moved by DLPack).
 
   Also reports the largest difference between fla's o and ours (`impl="auto"`, chunk_size)
-  relative to our largest entry: both compute the same rule on the same inputs.
+  relative to our largest entry: both compute the same rule on the same inputs. With
+  `top_ops` > 0, "fwd_top_ops" and "fwd_bwd_top_ops": fla's costliest CUDA kernels per call
+  (a `torch.profiler` trace; as `gdn_benchmarks.benchmark` lists ours).
   """
   started = time.perf_counter()
   torch, chunk_gated_delta_rule, fla_chunk_o = _import_fla()
@@ -100,6 +130,10 @@ def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmu
   fwd = timing.time_call(forward, warmup=warmup, repeats=repeats, sync=sync)
   _progress(started, "forward timed; forward+backward (the backward autotunes)")
   fwd_bwd = timing.time_call(forward_backward, warmup=warmup, repeats=repeats, sync=sync)
+  profiles = {}
+  if top_ops:
+    profiles = {"fwd_top_ops": _cuda_time_by_kernel(torch, forward, top=top_ops),
+                "fwd_bwd_top_ops": _cuda_time_by_kernel(torch, forward_backward, top=top_ops)}
   _progress(started, "forward+backward timed; ours for the difference")
   ours = np.asarray(jax.jit(lambda *x: gated_delta.gated_delta_rule(
       *x, chunk_size=chunk_size))(*inputs)[0], np.float32)
@@ -113,6 +147,7 @@ def benchmark_fla_gdn(*, batch, seq_len, heads, key_dim, value_dim, dtype, warmu
                                               / (np.abs(ours).max() + 1e-30)),
       "hopper_backward_guard_bypassed": guard_bypassed,
       "torch_version": torch.__version__,
+      **profiles,
   }
 
 
