@@ -24,6 +24,14 @@ time-major; T is padded to a multiple of C only when it is not one already):
 3. `_output_kernel`, grid (V / BV, B*H, N): O for one chunk and one slab of BV value columns,
    written straight into o [B, T, H, V] in v's dtype.
 
+`KernelConfig.forward_form="values"` splits the same work as flash-linear-attention's
+kernels do: the preparation writes w, K~ and u = X diag(beta) V (in the inputs' dtype for
+16-bit inputs) instead of the transition and update; the state pass (`_values_state_kernel`)
+forms the written values U = u - w S0 of each chunk and stores them beside the start
+states, S <- exp(G_C) S + K~^T U; the output kernel reads U
+instead of recomputing u - w S0 from X. The transitions the backward needs are written by
+the preparation only when the forward will be differentiated.
+
 Backward (with the forward's X, transitions and start states), three launches again:
 `_start_gradient_kernel` (d O / d S0 of each chunk), `state_pallas.adjoint_states` (the
 reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backward_kernel`
@@ -77,9 +85,16 @@ class KernelConfig(NamedTuple):
   # software pipelining of the chunk loop (each step's loads do not depend on the state).
   state_f32_dot_passes: int = 3
   state_stages: int = 1
+  # How the forward hands the chunks' work to the state pass (module docstring):
+  # "transitions" (the preparation writes each chunk's transition and update) or "values"
+  # (it writes w and u, the state pass forms the written values u - w S0 and stores them,
+  # the output kernel reads them). "values" needs diagonal_inverse="chunk"; not yet timed on
+  # a GPU (WORKSPACE.md, issue 16, session 17).
+  forward_form: str = "transitions"
 
 
 DIAGONAL_INVERSES = ("substitution", "chunk")
+FORWARD_FORMS = ("transitions", "values")
 
 
 def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
@@ -123,6 +138,11 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
       return f"{name} must be >= 1, got {getattr(config, name)}"
   if config.diagonal_inverse not in DIAGONAL_INVERSES:
     return (f"diagonal_inverse must be one of {DIAGONAL_INVERSES}, got "
+            f"{config.diagonal_inverse!r}")
+  if config.forward_form not in FORWARD_FORMS:
+    return f"forward_form must be one of {FORWARD_FORMS}, got {config.forward_form!r}"
+  if config.forward_form == "values" and config.diagonal_inverse != "chunk":
+    return (f"forward_form='values' needs diagonal_inverse='chunk', got "
             f"{config.diagonal_inverse!r}")
   return None
 
@@ -221,14 +241,19 @@ def _unit_lower_inverse_by_doubling(a, precision, *, base: int = 4):
   return inverse
 
 
-def _prepare_chunk_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref,
-                          inverse_ref, *, block_v: int, interpret: bool, f32_passes: int):
-  """`_prepare_kernel`'s outputs with every product on whole [C, C] and [C, K] tiles
-  (`diagonal_inverse="chunk"`): A by one matmul, X = (I + A)^-1 by doubling over the whole
-  chunk (`_unit_lower_inverse_by_doubling`), w, the transition and each update slab by one
-  matmul each; about 15 matmuls of C x C x 64 instead of about 90 of 16 x 16 blocks."""
-  value_dim = v_ref.shape[-1]
-  key_dim = k_ref.shape[-1]
+class _ChunkFactors(NamedTuple):
+  """One chunk's factors on whole tiles, float32: X = (I + A)^-1 [C, C] (by doubling), w =
+  X diag(beta exp G) K [C, K], K~ = diag(exp(G_C - G)) K [C, K], beta, G and G_C."""
+  inverse: jax.Array
+  w: jax.Array
+  keys_to_end: jax.Array
+  beta: jax.Array
+  cumulative: jax.Array
+  g_last: jax.Array
+
+
+def _chunk_factors(k_ref, g_ref, beta_ref, interpret: bool, f32_passes: int) -> _ChunkFactors:
+  """A by one matmul, X by `_unit_lower_inverse_by_doubling`, w by one matmul."""
   f32 = jnp.float32
   input_precision = _precision(k_ref.dtype, interpret, f32_passes)
   f32_precision = _precision(f32, interpret, f32_passes)
@@ -240,14 +265,33 @@ def _prepare_chunk_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_
   a = (beta[:, None] * _decays(cumulative, cumulative, "strict")
        * _dot(keys, keys, input_precision, transpose_b=True))
   x = _unit_lower_inverse_by_doubling(a, f32_precision)
-  inverse_ref[...] = x
-
   keys_f32 = keys.astype(f32)
   w = _dot(x, (beta * jnp.exp(cumulative))[:, None] * keys_f32, f32_precision)
   keys_to_end = jnp.exp(g_last - cumulative)[:, None] * keys_f32
-  eye = (_iota((key_dim, key_dim), 0) == _iota((key_dim, key_dim), 1)).astype(f32)
-  transition_ref[...] = (jnp.exp(g_last) * eye
-                         - _dot(keys_to_end, w, f32_precision, transpose_a=True))
+  return _ChunkFactors(x, w, keys_to_end, beta, cumulative, g_last)
+
+
+def _transition(factors: _ChunkFactors, precision) -> jax.Array:
+  """exp(G_C) I - K~^T w [K, K]: the chunk's map of its start state to its end state."""
+  key_dim = factors.w.shape[-1]
+  eye = (_iota((key_dim, key_dim), 0) == _iota((key_dim, key_dim), 1)).astype(jnp.float32)
+  return (jnp.exp(factors.g_last) * eye
+          - _dot(factors.keys_to_end, factors.w, precision, transpose_a=True))
+
+
+def _prepare_chunk_kernel(k_ref, v_ref, g_ref, beta_ref, transition_ref, update_ref,
+                          inverse_ref, *, block_v: int, interpret: bool, f32_passes: int):
+  """`_prepare_kernel`'s outputs with every product on whole [C, C] and [C, K] tiles
+  (`diagonal_inverse="chunk"`): A by one matmul, X = (I + A)^-1 by doubling over the whole
+  chunk (`_unit_lower_inverse_by_doubling`), w, the transition and each update slab by one
+  matmul each; about 15 matmuls of C x C x 64 instead of about 90 of 16 x 16 blocks."""
+  value_dim = v_ref.shape[-1]
+  f32 = jnp.float32
+  f32_precision = _precision(f32, interpret, f32_passes)
+  factors = _chunk_factors(k_ref, g_ref, beta_ref, interpret, f32_passes)
+  x, beta, keys_to_end = factors.inverse, factors.beta, factors.keys_to_end
+  inverse_ref[...] = x
+  transition_ref[...] = _transition(factors, f32_precision)
 
   def update_slab(slab, carry):
     cols = pl.ds(pl.multiple_of(slab * block_v, block_v), block_v)
@@ -356,6 +400,86 @@ def _output_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
             * _dot(queries, keys, input_precision, transpose_b=True))
   queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
   o = _dot(scores, written, f32_precision) + _dot(queries_to_start, start, f32_precision)
+  o_ref[...] = o.astype(o_ref.dtype)
+
+
+def _prepare_values_kernel(k_ref, v_ref, g_ref, beta_ref, w_ref, keys_to_end_ref, u_ref,
+                           inverse_ref, *transition_ref, block_v: int, interpret: bool,
+                           f32_passes: int):
+  """`forward_form="values"`, one chunk: X [C, C] float32, w and K~ [C, K] and u = X
+  diag(beta) V [C, V] (in their refs' dtype), and with a transition_ref the transition
+  [K, K] float32 (what the backward kernels need; a forward that will not be differentiated
+  skips it). Inputs as `_prepare_kernel`'s."""
+  value_dim = v_ref.shape[-1]
+  f32 = jnp.float32
+  f32_precision = _precision(f32, interpret, f32_passes)
+  factors = _chunk_factors(k_ref, g_ref, beta_ref, interpret, f32_passes)
+  inverse_ref[...] = factors.inverse
+  w_ref[...] = factors.w.astype(w_ref.dtype)
+  keys_to_end_ref[...] = factors.keys_to_end.astype(keys_to_end_ref.dtype)
+  for ref in transition_ref:
+    ref[...] = _transition(factors, f32_precision)
+
+  def u_slab(slab, carry):
+    cols = pl.ds(pl.multiple_of(slab * block_v, block_v), block_v)
+    u = _dot(factors.inverse, factors.beta[:, None] * v_ref[:, cols].astype(f32),
+             f32_precision)
+    u_ref[:, cols] = u.astype(u_ref.dtype)
+    return carry
+
+  lax.fori_loop(0, value_dim // block_v, u_slab, 0)
+
+
+def _values_state_kernel(g_ref, w_ref, keys_to_end_ref, u_ref, initial_ref, start_ref,
+                         written_ref, final_ref, *, heads: int, chunk: int, num_chunks: int,
+                         block_v: int, interpret: bool, f32_passes: int):
+  """`forward_form="values"`, grid (B*H, V // BV): walks the chunks of one sequence x head
+  on one slab of BV columns with S [K, BV] on chip. Per chunk: S0 = S is stored, the
+  written values U = u - w S0 [C, BV] are stored (in written_ref's dtype), and
+  S <- exp(G_C) S + K~^T U (U unrounded), which is transition S + update.
+
+  g_ref [B, T, H] (the input, T a multiple of C; only each chunk's sum G_C is used);
+  w_ref, keys_to_end_ref K~ [N, B*H, C, K], u_ref [N, B*H, C, V]; initial_ref, final_ref
+  [B*H, K, V] and start_ref [N, B*H, K, V] float32; written_ref [N, B*H, C, V].
+  """
+  f32 = jnp.float32
+  precision = platform.f32_dot_precision(interpret, f32_passes)
+  bh = pl.program_id(0)  # outside the loop: interpret mode cannot read it inside one
+  cols = pl.ds(pl.multiple_of(pl.program_id(1) * block_v, block_v), block_v)
+  sequence, head = bh // heads, bh % heads
+
+  def step(n, state):
+    start_ref[n, bh, :, cols] = state
+    tokens = pl.ds(pl.multiple_of(n * chunk, chunk), chunk)
+    g_last = jnp.sum(g_ref[sequence, tokens, head].astype(f32))
+    written = (u_ref[n, bh, :, cols].astype(f32)
+               - _dot(w_ref[n, bh, :, :].astype(f32), state, precision))
+    written_ref[n, bh, :, cols] = written.astype(written_ref.dtype)
+    return (jnp.exp(g_last) * state
+            + _dot(keys_to_end_ref[n, bh, :, :].astype(f32), written, precision,
+                   transpose_a=True))
+
+  final_ref[bh, :, cols] = lax.fori_loop(0, num_chunks, step, initial_ref[bh, :, cols])
+
+
+def _output_values_kernel(q_ref, k_ref, g_ref, written_ref, start_ref, o_ref, *, scale: float,
+                          interpret: bool, f32_passes: int):
+  """`forward_form="values"`: O of one chunk for one slab of value columns from the written
+  values the state pass stored: O = P U + diag(exp(G)) scale Q S0.
+
+  q_ref, k_ref [C, K], g_ref [C] (inputs' dtype); written_ref U [C, BV]; start_ref S0
+  [K, BV] float32; o_ref [C, BV] in v's dtype.
+  """
+  f32 = jnp.float32
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  f32_precision = _precision(f32, interpret, f32_passes)
+  queries = q_ref[...]
+  cumulative = jnp.cumsum(g_ref[...].astype(f32))
+  scores = (scale * _decays(cumulative, cumulative, "causal")
+            * _dot(queries, k_ref[...], input_precision, transpose_b=True))
+  queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
+  o = (_dot(scores, written_ref[...].astype(f32), f32_precision)
+       + _dot(queries_to_start, start_ref[...], f32_precision))
   o_ref[...] = o.astype(o_ref.dtype)
 
 
@@ -547,9 +671,15 @@ def _shape_of(q, v, chunk_size) -> _Shape:
                 v.shape[-1])
 
 
-def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, interpret):
+def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, interpret,
+             residuals: bool = True):
   """(o, final state) and the residuals of the Pallas backward (X, transition, start
-  states), on inputs padded to whole chunks."""
+  states; without `residuals` the "values" form leaves the transition None), on inputs
+  padded to whole chunks."""
+  if config.forward_form == "values":
+    return _forward_by_values(q, k, v, g, beta, initial_state, scale=scale,
+                              chunk_size=chunk_size, config=config, interpret=interpret,
+                              with_transition=residuals)
   shape = _shape_of(q, v, chunk_size)
   n, bh, c, kd, vd = (shape.num_chunks, shape.batch_heads, shape.chunk, shape.key_dim,
                       shape.value_dim)
@@ -581,6 +711,61 @@ def _forward(q, k, v, g, beta, initial_state, *, scale, chunk_size, config, inte
   )(q, k, v, g, beta, inverse, start_states)
   final_state = final_state.reshape(shape.batch, shape.heads, kd, vd)
   return (o, final_state), (inverse, transition, start_states)
+
+
+def _stored_dtype(dtype):
+  """The dtype of the "values" form's w, u and written values: the inputs' for 16-bit
+  inputs (the bytes the state pass moves halve; sums stay float32), else float32."""
+  return jnp.dtype(dtype) if jnp.dtype(dtype).itemsize < 4 else jnp.dtype(jnp.float32)
+
+
+def _forward_by_values(q, k, v, g, beta, initial_state, *, scale, chunk_size, config,
+                       interpret, with_transition: bool):
+  """`_forward` for `forward_form="values"`: preparation (X, w, u), the state pass storing
+  the start states and the written values, the output from those."""
+  shape = _shape_of(q, v, chunk_size)
+  n, bh, c, kd, vd = (shape.num_chunks, shape.batch_heads, shape.chunk, shape.key_dim,
+                      shape.value_dim)
+  f32 = jnp.float32
+  stored = _stored_dtype(jnp.result_type(q, k, v))
+  out_specs = [_per_chunk((c, kd), _chunk_grid), _per_chunk((c, kd), _chunk_grid),
+               _per_chunk((c, vd), _chunk_grid), _per_chunk((c, c), _chunk_grid)]
+  out_shapes = [jax.ShapeDtypeStruct((n, bh, c, kd), stored),
+                jax.ShapeDtypeStruct((n, bh, c, kd), stored),
+                jax.ShapeDtypeStruct((n, bh, c, vd), stored),
+                jax.ShapeDtypeStruct((n, bh, c, c), f32)]
+  if with_transition:
+    out_specs.append(_per_chunk((kd, kd), _chunk_grid))
+    out_shapes.append(jax.ShapeDtypeStruct((n, bh, kd, kd), f32))
+  w, keys_to_end, u, inverse, *transition = _call(
+      _prepare_values_kernel, (bh, n),
+      [_time_major(shape, kd, _chunk_grid), _time_major(shape, vd, _chunk_grid),
+       _time_major(shape, None, _chunk_grid), _time_major(shape, None, _chunk_grid)],
+      out_specs, out_shapes, config.prepare_warps, config, interpret,
+      block_v=config.prepare_block_v)(k, v, g, beta)
+  state_block_v = config.state_block_v
+  start_states, written, final_state = pl.pallas_call(
+      functools.partial(_values_state_kernel, heads=shape.heads, chunk=c, num_chunks=n,
+                        block_v=state_block_v, interpret=interpret,
+                        f32_passes=config.state_f32_dot_passes),
+      out_shape=(jax.ShapeDtypeStruct((n, bh, kd, vd), f32),
+                 jax.ShapeDtypeStruct((n, bh, c, vd), stored),
+                 jax.ShapeDtypeStruct((bh, kd, vd), f32)),
+      grid=(bh, vd // state_block_v), interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=config.state_stages),
+  )(g, w, keys_to_end, u, initial_state.reshape(bh, kd, vd).astype(f32))
+  block_v = config.block_v
+  o = _call(
+      _output_values_kernel, (vd // block_v, bh, n),
+      [_time_major(shape, kd, _chunk_grid_of_slab), _time_major(shape, kd, _chunk_grid_of_slab),
+       _time_major(shape, None, _chunk_grid_of_slab), _per_chunk((c, block_v), _slab_grid),
+       _per_chunk((kd, block_v), _slab_grid)],
+      _time_major(shape, block_v, _slab_grid),
+      jax.ShapeDtypeStruct((shape.batch, n * c, shape.heads, vd), v.dtype),
+      config.output_warps, config, interpret, scale=scale,
+  )(q, k, g, written, start_states)
+  final_state = final_state.reshape(shape.batch, shape.heads, kd, vd)
+  return (o, final_state), (inverse, transition[0] if transition else None, start_states)
 
 
 def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, config,
@@ -636,7 +821,7 @@ def forward(q, k, v, g, beta, initial_state, *, scale: float, chunk_size: int,
   padded = _pad_time((q, k, v, g, beta), seq_len, _shape_of(q, v, chunk_size).num_chunks
                      * chunk_size)
   (o, final_state), _ = _forward(*padded, initial_state, scale=scale, chunk_size=chunk_size,
-                                 config=config, interpret=interpret)
+                                 config=config, interpret=interpret, residuals=False)
   return o[:, :seq_len], final_state
 
 

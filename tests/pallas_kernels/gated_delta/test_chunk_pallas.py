@@ -78,6 +78,9 @@ def test_doubling_inverts_a_unit_lower_triangular_chunk():
   assert _relative_error(inverse, want) < 1e-5
 
 
+VALUES = dict(forward_form="values", diagonal_inverse="chunk")
+
+
 @interpret_on_cpu
 @pytest.mark.parametrize("case", [
     # T = 37: two full chunks and a padded one; two output slabs of 16 columns, two steps
@@ -101,6 +104,17 @@ def test_doubling_inverts_a_unit_lower_triangular_chunk():
          tiling=dict(diagonal_inverse="chunk"), log_decay=-0.01, dtype=jnp.bfloat16),
     dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32,
          tiling=dict(diagonal_inverse="chunk"), log_decay=-20.0),
+    # forward_form="values": a padded chunk, two slabs in every kernel (float32 and bf16
+    # storage of w, u and the written values); weak decay at C = 64; strong decay.
+    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
+         tiling=dict(VALUES, block_v=16, prepare_block_v=16, state_block_v=16)),
+    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
+         tiling=dict(VALUES, block_v=16, prepare_block_v=16, state_block_v=16),
+         dtype=jnp.bfloat16),
+    dict(shape=dict(seq_len=128, key_dim=16, value_dim=16), chunk=64, tiling=VALUES,
+         log_decay=-0.01, dtype=jnp.bfloat16),
+    dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32, tiling=VALUES,
+         log_decay=-20.0),
 ])
 def test_kernels_match_the_chunked_twin(case):
   """Outputs, final state and every gradient (the backward kernels) against the XLA twin."""
@@ -118,10 +132,13 @@ def test_kernels_match_the_chunked_twin(case):
   (o_twin, final_twin), twin_gradients = _values_and_gradients(twin, inputs, 1)
   assert o.shape == o_twin.shape and o.dtype == dtype
   assert final.shape == final_twin.shape and final.dtype == jnp.float32
-  # bfloat16: o and the gradients of bfloat16 inputs are rounded to bfloat16 (2^-9).
+  # bfloat16: o and the gradients of bfloat16 inputs are rounded to bfloat16 (2^-9); so
+  # is the "values" form's w and u, hence its final state (and the start states the
+  # gradients use).
   tolerance = 1e-5 if dtype == jnp.float32 else 1e-2
   assert _relative_error(o, o_twin) < tolerance
-  assert _relative_error(final, final_twin) < 1e-5
+  rounded_state = config.forward_form == "values" and dtype != jnp.float32
+  assert _relative_error(final, final_twin) < (tolerance if rounded_state else 1e-5)
   largest = max(np.abs(np.asarray(x, np.float32)).max() for x in twin_gradients)
   for name, got, want in zip(GRADIENT_NAMES, gradients, twin_gradients):
     assert got.shape == want.shape and got.dtype == want.dtype, name
@@ -135,15 +152,20 @@ def test_kernels_match_the_chunked_twin(case):
       assert _relative_error(got, want) < tolerance, name
 
 
-def _kernel_names(jaxpr, names=None):
-  """Names of the kernel functions of every pallas_call in `jaxpr` and its sub-jaxprs."""
-  names = [] if names is None else names
+def _pallas_calls(jaxpr, calls=None):
+  """Every pallas_call equation in `jaxpr` and its sub-jaxprs, in order."""
+  calls = [] if calls is None else calls
   for eqn in jaxpr.eqns:
     if eqn.primitive.name == "pallas_call":
-      names.append(eqn.params["jaxpr"].debug_info.func_name)
+      calls.append(eqn)
     for sub in jaxprs_in_params(eqn.params):
-      _kernel_names(sub, names)
-  return names
+      _pallas_calls(sub, calls)
+  return calls
+
+
+def _kernel_names(jaxpr):
+  """Names of the kernel functions of every pallas_call in `jaxpr` and its sub-jaxprs."""
+  return [eqn.params["jaxpr"].debug_info.func_name for eqn in _pallas_calls(jaxpr)]
 
 
 def test_gradients_run_the_backward_kernels_or_the_twin():
@@ -175,6 +197,29 @@ def test_gradients_run_the_backward_kernels_or_the_twin():
       "_forward_kernel", "_backward_kernel"]
 
 
+def test_values_form_runs_its_own_kernels_and_writes_transitions_only_for_gradients():
+  q, k, v, g, beta, state = _inputs(1, batch=1, seq_len=32, heads=1, key_dim=16,
+                                    value_dim=16)
+  config = chunk_pallas.default_config(16)._replace(**VALUES)
+  op = functools.partial(chunk_pallas.gated_delta_rule, scale=1.0, chunk_size=16,
+                         config=config, interpret=True)
+  forward = jax.make_jaxpr(op)(q, k, v, g, beta, state)
+  assert _kernel_names(forward.jaxpr) == ["_prepare_values_kernel", "_values_state_kernel",
+                                          "_output_values_kernel"]
+  prepare = _pallas_calls(forward.jaxpr)[0]
+  assert len(prepare.outvars) == 4  # w, K~, u and X: no transitions without gradients
+
+  def loss(*args):
+    o, final = op(*args)
+    return o.sum() + final.sum()
+
+  gradient = jax.make_jaxpr(jax.grad(loss, range(6)))(q, k, v, g, beta, state)
+  assert len(_pallas_calls(gradient.jaxpr)[0].outvars) == 5  # and the transitions
+  assert _kernel_names(gradient.jaxpr) == [
+      "_prepare_values_kernel", "_values_state_kernel", "_output_values_kernel",
+      "_start_gradient_kernel", "_backward_kernel", "_chunk_backward_kernel"]
+
+
 @pytest.mark.parametrize("shape,match", [
     (dict(key_dim=12, value_dim=16, chunk_size=16), "K must be a power of two >= 16"),
     (dict(key_dim=16, value_dim=48, chunk_size=16), "V must be a power of two >= 16"),
@@ -194,7 +239,10 @@ def test_rejects_float64_and_configs_that_do_not_tile_v():
                         (dict(state_block_v=24), "state_block_v must be"),
                         (dict(output_warps=3), "output_warps must be"),
                         (dict(state_f32_dot_passes=2), "state_f32_dot_passes must be 1"),
-                        (dict(diagonal_inverse="solve"), "diagonal_inverse must be one of")):
+                        (dict(diagonal_inverse="solve"), "diagonal_inverse must be one of"),
+                        (dict(forward_form="states"), "forward_form must be one of"),
+                        (dict(forward_form="values", diagonal_inverse="substitution"),
+                         "forward_form='values' needs diagonal_inverse='chunk'")):
     with pytest.raises(ValueError, match=match):
       chunk_pallas.gated_delta_rule(*inputs, state, scale=1.0, chunk_size=16, twin=None,
                                     config=chunk_pallas.default_config(32)._replace(**config))
@@ -221,7 +269,7 @@ def test_compiled_kernels_match_the_twin(dtype):
     sixteen_bit = sixteen_bit._replace(f32_dot_passes=3, state_f32_dot_passes=3)
   for config in (chunk_pallas.default_config(128), chunk_pallas.KernelConfig(
       block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, backward_block_v=32,
-      backward_warps=8, num_stages=2), sixteen_bit):
+      backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**VALUES)):
     kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
                                 chunk_size=64, config=config)
     (o, final), gradients = _values_and_gradients(kernels, inputs, 5)
