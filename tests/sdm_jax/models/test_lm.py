@@ -26,9 +26,11 @@ SMALL_SDM = dict(sdm_slots=64, sdm_writes=4, sdm_reads=4, sdm_chunk_size=8, sdm_
 
 
 # SAG covers A and S under the default decode path; SA the decode-attention kernel; batch
-# 1 the layers' projections on padded rows (sdm_jax/layers/decode_rows.py).
+# 1 every mixer's projections (G's convolution tails too), the MLPs and the head on padded
+# rows (sdm_jax/layers/decode_rows.py).
 @pytest.mark.parametrize("pattern,attention_decode_impl,batch", [
-    ("SAG", "auto", 2), ("SM", "auto", 2), ("SA", "pallas", 2), ("SM", "auto", 1)])
+    ("SAG", "auto", 2), ("SM", "auto", 2), ("SA", "pallas", 2), ("SM", "auto", 1),
+    ("SAG", "auto", 1)])
 def test_cached_decode_equals_parallel_forward(pattern, attention_decode_impl, batch):
   # window 4 with 19 tokens: the S ring buffer wraps around several times.
   config = LMConfig(**TINY, pattern=pattern, num_layers=max(2, len(pattern)),
