@@ -91,10 +91,16 @@ class KernelConfig(NamedTuple):
   # the output kernel reads them). "values" needs diagonal_inverse="chunk"; not yet timed on
   # a GPU (WORKSPACE.md, issue 16, session 17).
   forward_form: str = "transitions"
+  # The "values" form's state-pass and output products: "float32" operands (TF32 passes as
+  # state_f32_dot_passes / f32_dot_passes), or "stored": operands in the dtype w, u and U
+  # are stored in (bf16 for bf16 inputs: tensor cores at twice the TF32 rate; the state and
+  # the scores are rounded to it for the product, sums stay float32), as fla does. Untimed.
+  values_operands: str = "float32"
 
 
 DIAGONAL_INVERSES = ("substitution", "chunk")
 FORWARD_FORMS = ("transitions", "values")
+VALUES_OPERANDS = ("float32", "stored")
 
 
 def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
@@ -141,6 +147,9 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
             f"{config.diagonal_inverse!r}")
   if config.forward_form not in FORWARD_FORMS:
     return f"forward_form must be one of {FORWARD_FORMS}, got {config.forward_form!r}"
+  if config.values_operands not in VALUES_OPERANDS:
+    return (f"values_operands must be one of {VALUES_OPERANDS}, got "
+            f"{config.values_operands!r}")
   if config.forward_form == "values" and config.diagonal_inverse != "chunk":
     return (f"forward_form='values' needs diagonal_inverse='chunk', got "
             f"{config.diagonal_inverse!r}")
@@ -432,7 +441,7 @@ def _prepare_values_kernel(k_ref, v_ref, g_ref, beta_ref, w_ref, keys_to_end_ref
 
 def _values_state_kernel(g_ref, w_ref, keys_to_end_ref, u_ref, initial_ref, start_ref,
                          written_ref, final_ref, *, heads: int, chunk: int, num_chunks: int,
-                         block_v: int, interpret: bool, f32_passes: int):
+                         block_v: int, operands, interpret: bool, f32_passes: int):
   """`forward_form="values"`, grid (B*H, V // BV): walks the chunks of one sequence x head
   on one slab of BV columns with S [K, BV] on chip. Per chunk: S0 = S is stored, the
   written values U = u - w S0 [C, BV] are stored (in written_ref's dtype), and
@@ -440,10 +449,11 @@ def _values_state_kernel(g_ref, w_ref, keys_to_end_ref, u_ref, initial_ref, star
 
   g_ref [B, T, H] (the input, T a multiple of C; only each chunk's sum G_C is used);
   w_ref, keys_to_end_ref K~ [N, B*H, C, K], u_ref [N, B*H, C, V]; initial_ref, final_ref
-  [B*H, K, V] and start_ref [N, B*H, K, V] float32; written_ref [N, B*H, C, V].
+  [B*H, K, V] and start_ref [N, B*H, K, V] float32; written_ref [N, B*H, C, V]. The two
+  products take their operands in `operands` (float32 or the stored dtype).
   """
   f32 = jnp.float32
-  precision = platform.f32_dot_precision(interpret, f32_passes)
+  precision = _precision(operands, interpret, f32_passes)
   bh = pl.program_id(0)  # outside the loop: interpret mode cannot read it inside one
   cols = pl.ds(pl.multiple_of(pl.program_id(1) * block_v, block_v), block_v)
   sequence, head = bh // heads, bh % heads
@@ -453,33 +463,34 @@ def _values_state_kernel(g_ref, w_ref, keys_to_end_ref, u_ref, initial_ref, star
     tokens = pl.ds(pl.multiple_of(n * chunk, chunk), chunk)
     g_last = jnp.sum(g_ref[sequence, tokens, head].astype(f32))
     written = (u_ref[n, bh, :, cols].astype(f32)
-               - _dot(w_ref[n, bh, :, :].astype(f32), state, precision))
+               - _dot(w_ref[n, bh, :, :].astype(operands), state.astype(operands), precision))
     written_ref[n, bh, :, cols] = written.astype(written_ref.dtype)
     return (jnp.exp(g_last) * state
-            + _dot(keys_to_end_ref[n, bh, :, :].astype(f32), written, precision,
-                   transpose_a=True))
+            + _dot(keys_to_end_ref[n, bh, :, :].astype(operands), written.astype(operands),
+                   precision, transpose_a=True))
 
   final_ref[bh, :, cols] = lax.fori_loop(0, num_chunks, step, initial_ref[bh, :, cols])
 
 
 def _output_values_kernel(q_ref, k_ref, g_ref, written_ref, start_ref, o_ref, *, scale: float,
-                          interpret: bool, f32_passes: int):
+                          operands, interpret: bool, f32_passes: int):
   """`forward_form="values"`: O of one chunk for one slab of value columns from the written
-  values the state pass stored: O = P U + diag(exp(G)) scale Q S0.
+  values the state pass stored: O = P U + diag(exp(G)) scale Q S0, both products on
+  operands in `operands` (float32 or the stored dtype).
 
   q_ref, k_ref [C, K], g_ref [C] (inputs' dtype); written_ref U [C, BV]; start_ref S0
   [K, BV] float32; o_ref [C, BV] in v's dtype.
   """
   f32 = jnp.float32
   input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  f32_precision = _precision(f32, interpret, f32_passes)
+  precision = _precision(operands, interpret, f32_passes)
   queries = q_ref[...]
   cumulative = jnp.cumsum(g_ref[...].astype(f32))
   scores = (scale * _decays(cumulative, cumulative, "causal")
             * _dot(queries, k_ref[...], input_precision, transpose_b=True))
   queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
-  o = (_dot(scores, written_ref[...].astype(f32), f32_precision)
-       + _dot(queries_to_start, start_ref[...], f32_precision))
+  o = (_dot(scores.astype(operands), written_ref[...].astype(operands), precision)
+       + _dot(queries_to_start.astype(operands), start_ref[...].astype(operands), precision))
   o_ref[...] = o.astype(o_ref.dtype)
 
 
@@ -728,6 +739,7 @@ def _forward_by_values(q, k, v, g, beta, initial_state, *, scale, chunk_size, co
                       shape.value_dim)
   f32 = jnp.float32
   stored = _stored_dtype(jnp.result_type(q, k, v))
+  operands = stored if config.values_operands == "stored" else jnp.dtype(f32)
   out_specs = [_per_chunk((c, kd), _chunk_grid), _per_chunk((c, kd), _chunk_grid),
                _per_chunk((c, vd), _chunk_grid), _per_chunk((c, c), _chunk_grid)]
   out_shapes = [jax.ShapeDtypeStruct((n, bh, c, kd), stored),
@@ -746,7 +758,7 @@ def _forward_by_values(q, k, v, g, beta, initial_state, *, scale, chunk_size, co
   state_block_v = config.state_block_v
   start_states, written, final_state = pl.pallas_call(
       functools.partial(_values_state_kernel, heads=shape.heads, chunk=c, num_chunks=n,
-                        block_v=state_block_v, interpret=interpret,
+                        block_v=state_block_v, operands=operands, interpret=interpret,
                         f32_passes=config.state_f32_dot_passes),
       out_shape=(jax.ShapeDtypeStruct((n, bh, kd, vd), f32),
                  jax.ShapeDtypeStruct((n, bh, c, vd), stored),
@@ -762,7 +774,7 @@ def _forward_by_values(q, k, v, g, beta, initial_state, *, scale, chunk_size, co
        _per_chunk((kd, block_v), _slab_grid)],
       _time_major(shape, block_v, _slab_grid),
       jax.ShapeDtypeStruct((shape.batch, n * c, shape.heads, vd), v.dtype),
-      config.output_warps, config, interpret, scale=scale,
+      config.output_warps, config, interpret, scale=scale, operands=operands,
   )(q, k, g, written, start_states)
   final_state = final_state.reshape(shape.batch, shape.heads, kd, vd)
   return (o, final_state), (inverse, transition[0] if transition else None, start_states)

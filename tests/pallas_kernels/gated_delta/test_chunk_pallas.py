@@ -115,6 +115,12 @@ VALUES = dict(forward_form="values", diagonal_inverse="chunk")
          log_decay=-0.01, dtype=jnp.bfloat16),
     dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32, tiling=VALUES,
          log_decay=-20.0),
+    # ... with the state pass's and the output's products on the stored (bf16) operands.
+    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
+         tiling=dict(VALUES, values_operands="stored", block_v=16, state_block_v=16),
+         dtype=jnp.bfloat16),
+    dict(shape=dict(seq_len=128, key_dim=16, value_dim=16), chunk=64,
+         tiling=dict(VALUES, values_operands="stored"), log_decay=-0.01, dtype=jnp.bfloat16),
 ])
 def test_kernels_match_the_chunked_twin(case):
   """Outputs, final state and every gradient (the backward kernels) against the XLA twin."""
@@ -241,6 +247,7 @@ def test_rejects_float64_and_configs_that_do_not_tile_v():
                         (dict(state_f32_dot_passes=2), "state_f32_dot_passes must be 1"),
                         (dict(diagonal_inverse="solve"), "diagonal_inverse must be one of"),
                         (dict(forward_form="states"), "forward_form must be one of"),
+                        (dict(values_operands="bf16"), "values_operands must be one of"),
                         (dict(forward_form="values", diagonal_inverse="substitution"),
                          "forward_form='values' needs diagonal_inverse='chunk'")):
     with pytest.raises(ValueError, match=match):
@@ -269,7 +276,8 @@ def test_compiled_kernels_match_the_twin(dtype):
     sixteen_bit = sixteen_bit._replace(f32_dot_passes=3, state_f32_dot_passes=3)
   for config in (chunk_pallas.default_config(128), chunk_pallas.KernelConfig(
       block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, backward_block_v=32,
-      backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**VALUES)):
+      backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**VALUES),
+      sixteen_bit._replace(**VALUES, values_operands="stored")):
     kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
                                 chunk_size=64, config=config)
     (o, final), gradients = _values_and_gradients(kernels, inputs, 5)
