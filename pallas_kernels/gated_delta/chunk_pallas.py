@@ -28,9 +28,9 @@ time-major; T is padded to a multiple of C only when it is not one already):
 kernels do: the preparation writes w, K~ and u = X diag(beta) V (in the inputs' dtype for
 16-bit inputs) instead of the transition and update; the state pass (`_values_state_kernel`)
 forms the written values U = u - w S0 of each chunk and stores them beside the start
-states, S <- exp(G_C) S + K~^T U; the output kernel reads U
-instead of recomputing u - w S0 from X. The transitions the backward needs are written by
-the preparation only when the forward will be differentiated.
+states, S <- exp(G_C) S + K~^T U; the output kernel reads U instead of recomputing u - w S0
+from X. The transitions the backward needs are written by the preparation only when the
+forward will be differentiated.
 
 Backward (with the forward's X, transitions and start states), three launches again:
 `_start_gradient_kernel` (d O / d S0 of each chunk), `state_pallas.adjoint_states` (the
