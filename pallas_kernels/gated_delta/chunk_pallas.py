@@ -36,6 +36,10 @@ Backward (with the forward's X, transitions and start states), three launches ag
 `_start_gradient_kernel` (d O / d S0 of each chunk), `state_pallas.adjoint_states` (the
 reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backward_kernel`
 (d q, d k, d v, d g, d beta of each chunk, written time-major in the inputs' dtypes).
+`KernelConfig.backward_form="split"` runs the last as two: `_written_gradient_kernel`
+over (value slab, chunk) forms the written values U and dR = X^T dU (and dv) and stores U
+and dR, and `_chunk_sums_backward_kernel` per chunk sums the slabs' terms without holding X
+and P beside its [C, C] sums (the fused kernel's registers spill on the H200).
 
 Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
 XLA twin does; every other matmul is float32: one TF32 pass on the GPU for 16-bit inputs
@@ -96,11 +100,17 @@ class KernelConfig(NamedTuple):
   # are stored in (bf16 for bf16 inputs: tensor cores at twice the TF32 rate; the state and
   # the scores are rounded to it for the product, sums stay float32), as fla does. Untimed.
   values_operands: str = "float32"
+  # The chunk backward: "fused" (one kernel per chunk walks the value slabs, X and P live
+  # beside its sums) or "split" (a kernel per chunk and slab forms U and dR and stores them
+  # in float32, a second per chunk sums over slabs without X and P; module docstring).
+  # Untimed (WORKSPACE.md, issue 16, session 17).
+  backward_form: str = "fused"
 
 
 DIAGONAL_INVERSES = ("substitution", "chunk")
 FORWARD_FORMS = ("transitions", "values")
 VALUES_OPERANDS = ("float32", "stored")
+BACKWARD_FORMS = ("fused", "split")
 
 
 def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
@@ -150,6 +160,8 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
   if config.values_operands not in VALUES_OPERANDS:
     return (f"values_operands must be one of {VALUES_OPERANDS}, got "
             f"{config.values_operands!r}")
+  if config.backward_form not in BACKWARD_FORMS:
+    return f"backward_form must be one of {BACKWARD_FORMS}, got {config.backward_form!r}"
   if config.forward_form == "values" and config.diagonal_inverse != "chunk":
     return (f"forward_form='values' needs diagonal_inverse='chunk', got "
             f"{config.diagonal_inverse!r}")
@@ -515,77 +527,87 @@ def _start_gradient_kernel(q_ref, k_ref, g_ref, beta_ref, inverse_ref, do_ref, d
                       - _dot(w, scores_t_d_o, f32_precision, transpose_a=True))
 
 
-def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
-                           do_ref, adjoint_ref, dq_ref, dk_ref, dv_ref, dg_ref, dbeta_ref, *,
-                           scale: float, block_v: int, interpret: bool, f32_passes: int):
-  """Gradients w.r.t. q, k, v, g, beta of one chunk, given dO and the adjoint dS1 of its end
-  state (S1 = exp(G_C) S0 + K~^T U).
+class _ChunkTerms(NamedTuple):
+  """What the chunk backward's slab loop needs of one chunk, float32: G, G_C, beta,
+  exp(G), exp(G_C - G) and P (scale, causal decays, q k^T)."""
+  cumulative: jax.Array
+  g_last: jax.Array
+  beta: jax.Array
+  to_start: jax.Array
+  to_end: jax.Array
+  scores: jax.Array
 
-  With R = diag(beta) (V - diag(exp G) K S0) and U = X R the written values:
-    dU = P^T dO + K~ dS1,  dR = X^T dU,  dP = dO U^T,  dA = -dR U^T,
-  then through P, A, Q~ = diag(exp G) scale Q, K~ = diag(exp(G_C - G)) K and R to the
-  inputs, and dg_i = sum_{t >= i} dG_t. Value columns are walked in slabs of block_v: every
-  term is a sum over columns, so the [C, BV] intermediates stay small.
-  q_ref, k_ref [C, K], v_ref, do_ref [C, V], g_ref, beta_ref [C] (inputs' dtypes);
-  inverse_ref X [C, C], start_ref S0 and adjoint_ref dS1 [K, V] float32.
-  """
-  chunk, key_dim = k_ref.shape
-  value_dim = v_ref.shape[-1]
+
+def _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision) -> _ChunkTerms:
   f32 = jnp.float32
-  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  precision = _precision(f32, interpret, f32_passes)
-  # Registers are the limit: the column loop keeps only P and the accumulators live; X and
-  # k are reloaded in each step (from cache), and what only the tail needs is computed
-  # after the loop from fresh loads.
-  beta = beta_ref[...].astype(f32)
   cumulative = jnp.cumsum(g_ref[...].astype(f32))
   g_last = jnp.sum(g_ref[...].astype(f32))
-  to_start = jnp.exp(cumulative)            # exp(G_t)
-  to_end = jnp.exp(g_last - cumulative)     # exp(G_C - G_t)
-  scores = (scale * _decays(cumulative, cumulative, "causal")                     # P
+  scores = (scale * _decays(cumulative, cumulative, "causal")
             * _dot(q_ref[...], k_ref[...], input_precision, transpose_b=True))
+  return _ChunkTerms(cumulative, g_last, beta_ref[...].astype(f32), jnp.exp(cumulative),
+                     jnp.exp(g_last - cumulative), scores)
 
-  def slab(s, carry):
-    (d_scores, d_a, d_queries_to_start, d_keys, d_beta, d_cumulative, through_keys_to_end,
-     start_dot_adjoint) = carry
-    cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
-    start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
-    d_o = do_ref[:, cols].astype(f32)
-    keys_to_end = to_end[:, None] * k_ref[...].astype(f32)             # K~
-    inverse = inverse_ref[...]
-    keys_start = _dot(k_ref[...].astype(f32), start, precision)         # K S0
-    residual = v_ref[:, cols].astype(f32) - to_start[:, None] * keys_start
-    written = _dot(inverse, beta[:, None] * residual, precision)        # U
-    d_written = (_dot(scores, d_o, precision, transpose_a=True)
-                 + _dot(keys_to_end, adjoint, precision))
-    d_r = _dot(inverse, d_written, precision, transpose_a=True)        # dR
-    dv_ref[:, cols] = (beta[:, None] * d_r).astype(dv_ref.dtype)
-    d_keys_to_end = _dot(written, adjoint, precision, transpose_b=True)
-    return (d_scores + _dot(d_o, written, precision, transpose_b=True),
-            d_a - _dot(d_r, written, precision, transpose_b=True),
-            d_queries_to_start + _dot(d_o, start, precision, transpose_b=True),
-            d_keys + to_end[:, None] * d_keys_to_end
-            - (beta * to_start)[:, None] * _dot(d_r, start, precision, transpose_b=True),
-            d_beta + jnp.sum(d_r * residual, axis=1),
-            d_cumulative - beta * to_start * jnp.sum(d_r * keys_start, axis=1),
-            through_keys_to_end + jnp.sum(d_keys_to_end * keys_to_end, axis=1),
-            start_dot_adjoint + jnp.sum(start * adjoint))
 
+def _written_and_its_gradient(k_ref, v_ref, inverse_ref, terms: _ChunkTerms, start, adjoint,
+                              d_o, cols, precision):
+  """For one slab: K S0, the residual R' = V - diag(exp G) K S0 (R = diag(beta) R'), the
+  written values U = X R, and dR = X^T dU with dU = P^T dO + K~ dS1."""
+  f32 = jnp.float32
+  keys_to_end = terms.to_end[:, None] * k_ref[...].astype(f32)        # K~
+  inverse = inverse_ref[...]
+  keys_start = _dot(k_ref[...].astype(f32), start, precision)         # K S0
+  residual = v_ref[:, cols].astype(f32) - terms.to_start[:, None] * keys_start
+  written = _dot(inverse, terms.beta[:, None] * residual, precision)  # U
+  d_written = (_dot(terms.scores, d_o, precision, transpose_a=True)
+               + _dot(keys_to_end, adjoint, precision))
+  d_r = _dot(inverse, d_written, precision, transpose_a=True)        # dR
+  return keys_start, residual, written, d_r
+
+
+def _accumulate_slab(carry, k_ref, terms: _ChunkTerms, start, adjoint, d_o, keys_start,
+                     residual, written, d_r, precision):
+  """The chunk backward's sums over value columns, one slab's share added to `carry`."""
+  (d_scores, d_a, d_queries_to_start, d_keys, d_beta, d_cumulative, through_keys_to_end,
+   start_dot_adjoint) = carry
+  keys_to_end = terms.to_end[:, None] * k_ref[...].astype(jnp.float32)
+  d_keys_to_end = _dot(written, adjoint, precision, transpose_b=True)
+  return (d_scores + _dot(d_o, written, precision, transpose_b=True),
+          d_a - _dot(d_r, written, precision, transpose_b=True),
+          d_queries_to_start + _dot(d_o, start, precision, transpose_b=True),
+          d_keys + terms.to_end[:, None] * d_keys_to_end
+          - (terms.beta * terms.to_start)[:, None] * _dot(d_r, start, precision,
+                                                          transpose_b=True),
+          d_beta + jnp.sum(d_r * residual, axis=1),
+          d_cumulative - terms.beta * terms.to_start * jnp.sum(d_r * keys_start, axis=1),
+          through_keys_to_end + jnp.sum(d_keys_to_end * keys_to_end, axis=1),
+          start_dot_adjoint + jnp.sum(start * adjoint))
+
+
+def _slab_sums(k_ref, num_slabs: int, slab):
+  """Runs `slab(s, carry)` over the value slabs from zero sums."""
+  chunk, key_dim = k_ref.shape
+  f32 = jnp.float32
   square = jnp.zeros((chunk, chunk), f32)
   by_key = jnp.zeros((chunk, key_dim), f32)
   by_token = jnp.zeros((chunk,), f32)
-  (d_scores, d_a, d_queries_to_start, d_keys, d_beta, d_cumulative, through_keys_to_end,
-   start_dot_adjoint) = lax.fori_loop(
-       0, value_dim // block_v, slab,
-       (square, square, by_key, by_key, by_token, by_token, by_token, jnp.zeros((), f32)))
+  return lax.fori_loop(0, num_slabs, slab, (square, square, by_key, by_key, by_token,
+                                            by_token, by_token, jnp.zeros((), f32)))
 
-  # The tail, ordered so that each [C, C] array dies soon after it is made. Decays: P and A
-  # depend on G_t - G_i, Q~ on G_t, K~ on G_C - G_t, S1 on G_C.
+
+def _finish_chunk_backward(q_ref, k_ref, terms: _ChunkTerms, sums, dq_ref, dk_ref, dg_ref,
+                           dbeta_ref, *, scale, input_precision, precision):
+  """The tail of the chunk backward: from the slab sums to dq, dk, dg and dbeta, ordered so
+  that each [C, C] array dies soon after it is made. Decays: P and A depend on G_t - G_i,
+  Q~ on G_t, K~ on G_C - G_t, S1 on G_C."""
+  (d_scores, d_a, d_queries_to_start, d_keys, d_beta, d_cumulative, through_keys_to_end,
+   start_dot_adjoint) = sums
+  chunk = k_ref.shape[0]
+  cumulative, beta, to_start = terms.cumulative, terms.beta, terms.to_start
   keys, queries = k_ref[...], q_ref[...]
-  keys_f32, queries_f32 = keys.astype(f32), queries.astype(f32)
+  keys_f32, queries_f32 = keys.astype(jnp.float32), queries.astype(jnp.float32)
   # Through P = scale causal * q k^T.
   d_qk = scale * _decays(cumulative, cumulative, "causal") * d_scores
-  through_scores = d_scores * scores
+  through_scores = d_scores * terms.scores
   d_cumulative += jnp.sum(through_scores, axis=1) - jnp.sum(through_scores, axis=0)
   d_q = _dot(d_qk, keys_f32, precision) + (scale * to_start)[:, None] * d_queries_to_start
   d_keys += _dot(d_qk, queries_f32, precision, transpose_a=True)
@@ -601,7 +623,7 @@ def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, st
   d_keys += (_dot(d_kk, keys_f32, precision)
              + _dot(d_kk, keys_f32, precision, transpose_a=True))
   d_cumulative -= through_keys_to_end
-  d_last = jnp.exp(g_last) * start_dot_adjoint + jnp.sum(through_keys_to_end)
+  d_last = jnp.exp(terms.g_last) * start_dot_adjoint + jnp.sum(through_keys_to_end)
   # g_i enters every G_t with t >= i, and G_C.
   row, col = _iota((chunk, chunk), 0), _iota((chunk, chunk), 1)
   d_g = jnp.sum(jnp.where(col >= row, d_cumulative[None, :], 0.0), axis=1) + d_last
@@ -609,6 +631,89 @@ def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, st
   dk_ref[...] = d_keys.astype(dk_ref.dtype)
   dg_ref[...] = d_g.astype(dg_ref.dtype)
   dbeta_ref[...] = d_beta.astype(dbeta_ref.dtype)
+
+
+def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
+                           do_ref, adjoint_ref, dq_ref, dk_ref, dv_ref, dg_ref, dbeta_ref, *,
+                           scale: float, block_v: int, interpret: bool, f32_passes: int):
+  """Gradients w.r.t. q, k, v, g, beta of one chunk, given dO and the adjoint dS1 of its end
+  state (S1 = exp(G_C) S0 + K~^T U).
+
+  With R = diag(beta) (V - diag(exp G) K S0) and U = X R the written values:
+    dU = P^T dO + K~ dS1,  dR = X^T dU,  dP = dO U^T,  dA = -dR U^T,
+  then through P, A, Q~ = diag(exp G) scale Q, K~ = diag(exp(G_C - G)) K and R to the
+  inputs, and dg_i = sum_{t >= i} dG_t. Value columns are walked in slabs of block_v: every
+  term is a sum over columns, so the [C, BV] intermediates stay small.
+  q_ref, k_ref [C, K], v_ref, do_ref [C, V], g_ref, beta_ref [C] (inputs' dtype);
+  inverse_ref X [C, C], start_ref S0 and adjoint_ref dS1 [K, V] float32.
+  """
+  value_dim = v_ref.shape[-1]
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  precision = _precision(jnp.float32, interpret, f32_passes)
+  # Registers are the limit: the column loop keeps only P and the accumulators live; X and
+  # k are reloaded in each step (from cache), and what only the tail needs is computed
+  # after the loop from fresh loads.
+  terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
+
+  def slab(s, carry):
+    cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
+    start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
+    d_o = do_ref[:, cols].astype(jnp.float32)
+    keys_start, residual, written, d_r = _written_and_its_gradient(
+        k_ref, v_ref, inverse_ref, terms, start, adjoint, d_o, cols, precision)
+    dv_ref[:, cols] = (terms.beta[:, None] * d_r).astype(dv_ref.dtype)
+    return _accumulate_slab(carry, k_ref, terms, start, adjoint, d_o, keys_start, residual,
+                            written, d_r, precision)
+
+  sums = _slab_sums(k_ref, value_dim // block_v, slab)
+  _finish_chunk_backward(q_ref, k_ref, terms, sums, dq_ref, dk_ref, dg_ref, dbeta_ref,
+                         scale=scale, input_precision=input_precision, precision=precision)
+
+
+def _written_gradient_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
+                             do_ref, adjoint_ref, dv_ref, written_ref, d_r_ref, *,
+                             scale: float, interpret: bool, f32_passes: int):
+  """`backward_form="split"`, first half, grid (V / BV, B*H, N): for one chunk and one slab
+  of value columns, the written values U = X R and dR = X^T (P^T dO + K~ dS1) (stored
+  float32 for the second half) and dv = diag(beta) dR. Refs as `_chunk_backward_kernel`'s,
+  v_ref, do_ref, start_ref, adjoint_ref one slab wide; written_ref, d_r_ref [C, BV]."""
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  precision = _precision(jnp.float32, interpret, f32_passes)
+  terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
+  _, _, written, d_r = _written_and_its_gradient(
+      k_ref, v_ref, inverse_ref, terms, start_ref[...], adjoint_ref[...],
+      do_ref[...].astype(jnp.float32), slice(None), precision)
+  written_ref[...] = written
+  d_r_ref[...] = d_r
+  dv_ref[...] = (terms.beta[:, None] * d_r).astype(dv_ref.dtype)
+
+
+def _chunk_sums_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, start_ref, do_ref,
+                                adjoint_ref, written_ref, d_r_ref, dq_ref, dk_ref, dg_ref,
+                                dbeta_ref, *, scale: float, block_v: int, interpret: bool,
+                                f32_passes: int):
+  """`backward_form="split"`, second half, grid (B*H, N): `_chunk_backward_kernel`'s sums
+  over value slabs and its tail, with U and dR read from the first half instead of
+  computed, so the slab loop holds neither X nor P. Refs as `_chunk_backward_kernel`'s
+  (no X, no dv), plus written_ref, d_r_ref [C, V] float32."""
+  value_dim = v_ref.shape[-1]
+  f32 = jnp.float32
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  precision = _precision(f32, interpret, f32_passes)
+  terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
+
+  def slab(s, carry):
+    cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
+    start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
+    keys_start = _dot(k_ref[...].astype(f32), start, precision)         # K S0
+    residual = v_ref[:, cols].astype(f32) - terms.to_start[:, None] * keys_start
+    return _accumulate_slab(carry, k_ref, terms, start, adjoint, do_ref[:, cols].astype(f32),
+                            keys_start, residual, written_ref[:, cols], d_r_ref[:, cols],
+                            precision)
+
+  sums = _slab_sums(k_ref, value_dim // block_v, slab)
+  _finish_chunk_backward(q_ref, k_ref, terms, sums, dq_ref, dk_ref, dg_ref, dbeta_ref,
+                         scale=scale, input_precision=input_precision, precision=precision)
 
 
 class _Shape(NamedTuple):
@@ -803,6 +908,35 @@ def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, c
       block_v=config.state_block_v, interpret=interpret,
       f32_passes=config.state_f32_dot_passes, num_stages=config.state_stages)
   like = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype)  # noqa: E731
+  if config.backward_form == "split":
+    slab = config.backward_block_v
+    d_v, written, d_r = _call(
+        _written_gradient_kernel, (vd // slab, bh, n),
+        [_time_major(shape, kd, _chunk_grid_of_slab),
+         _time_major(shape, kd, _chunk_grid_of_slab), _time_major(shape, slab, _slab_grid),
+         _time_major(shape, None, _chunk_grid_of_slab),
+         _time_major(shape, None, _chunk_grid_of_slab),
+         _per_chunk((c, c), _chunk_grid_of_slab), _per_chunk((kd, slab), _slab_grid),
+         _time_major(shape, slab, _slab_grid), _per_chunk((kd, slab), _slab_grid)],
+        [_time_major(shape, slab, _slab_grid), _per_chunk((c, slab), _slab_grid),
+         _per_chunk((c, slab), _slab_grid)],
+        [like(v), jax.ShapeDtypeStruct((n, bh, c, vd), f32),
+         jax.ShapeDtypeStruct((n, bh, c, vd), f32)],
+        config.output_warps, config, interpret, scale=scale,
+    )(q, k, v, g, beta, inverse, start_states, d_o, adjoints)
+    d_q, d_k, d_g, d_beta = _call(
+        _chunk_sums_backward_kernel, (bh, n),
+        [_time_major(shape, kd, _chunk_grid), _time_major(shape, kd, _chunk_grid),
+         _time_major(shape, vd, _chunk_grid), _time_major(shape, None, _chunk_grid),
+         _time_major(shape, None, _chunk_grid), _per_chunk((kd, vd), _chunk_grid),
+         _time_major(shape, vd, _chunk_grid), _per_chunk((kd, vd), _chunk_grid),
+         _per_chunk((c, vd), _chunk_grid), _per_chunk((c, vd), _chunk_grid)],
+        [_time_major(shape, kd, _chunk_grid), _time_major(shape, kd, _chunk_grid),
+         _time_major(shape, None, _chunk_grid), _time_major(shape, None, _chunk_grid)],
+        [like(q), like(k), like(g), like(beta)],
+        config.backward_warps, config, interpret, scale=scale, block_v=slab,
+    )(q, k, v, g, beta, start_states, d_o, adjoints, written, d_r)
+    return d_q, d_k, d_v, d_g, d_beta, d_initial.reshape(d_final.shape)
   d_q, d_k, d_v, d_g, d_beta = _call(
       _chunk_backward_kernel, (bh, n),
       [_time_major(shape, kd, _chunk_grid), _time_major(shape, kd, _chunk_grid),

@@ -121,6 +121,14 @@ VALUES = dict(forward_form="values", diagonal_inverse="chunk")
          dtype=jnp.bfloat16),
     dict(shape=dict(seq_len=128, key_dim=16, value_dim=16), chunk=64,
          tiling=dict(VALUES, values_operands="stored"), log_decay=-0.01, dtype=jnp.bfloat16),
+    # backward_form="split": two slabs in both halves, a padded chunk; bfloat16 with the
+    # values form; strong decay.
+    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
+         tiling=dict(backward_form="split", backward_block_v=16)),
+    dict(shape=dict(seq_len=64, key_dim=16, value_dim=32), chunk=32,
+         tiling=dict(VALUES, backward_form="split", backward_block_v=16), dtype=jnp.bfloat16),
+    dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32,
+         tiling=dict(backward_form="split"), log_decay=-20.0),
 ])
 def test_kernels_match_the_chunked_twin(case):
   """Outputs, final state and every gradient (the backward kernels) against the XLA twin."""
@@ -226,6 +234,23 @@ def test_values_form_runs_its_own_kernels_and_writes_transitions_only_for_gradie
       "_start_gradient_kernel", "_backward_kernel", "_chunk_backward_kernel"]
 
 
+def test_split_backward_runs_two_kernels_in_place_of_the_fused_one():
+  q, k, v, g, beta, state = _inputs(1, batch=1, seq_len=32, heads=1, key_dim=16,
+                                    value_dim=16)
+  config = chunk_pallas.default_config(16)._replace(backward_form="split")
+  op = functools.partial(chunk_pallas.gated_delta_rule, scale=1.0, chunk_size=16,
+                         config=config, interpret=True)
+
+  def loss(*args):
+    o, final = op(*args)
+    return o.sum() + final.sum()
+
+  gradient = jax.make_jaxpr(jax.grad(loss, range(6)))(q, k, v, g, beta, state)
+  assert _kernel_names(gradient.jaxpr)[3:] == [
+      "_start_gradient_kernel", "_backward_kernel", "_written_gradient_kernel",
+      "_chunk_sums_backward_kernel"]
+
+
 @pytest.mark.parametrize("shape,match", [
     (dict(key_dim=12, value_dim=16, chunk_size=16), "K must be a power of two >= 16"),
     (dict(key_dim=16, value_dim=48, chunk_size=16), "V must be a power of two >= 16"),
@@ -248,6 +273,7 @@ def test_rejects_float64_and_configs_that_do_not_tile_v():
                         (dict(diagonal_inverse="solve"), "diagonal_inverse must be one of"),
                         (dict(forward_form="states"), "forward_form must be one of"),
                         (dict(values_operands="bf16"), "values_operands must be one of"),
+                        (dict(backward_form="two"), "backward_form must be one of"),
                         (dict(forward_form="values", diagonal_inverse="substitution"),
                          "forward_form='values' needs diagonal_inverse='chunk'")):
     with pytest.raises(ValueError, match=match):
@@ -277,7 +303,8 @@ def test_compiled_kernels_match_the_twin(dtype):
   for config in (chunk_pallas.default_config(128), chunk_pallas.KernelConfig(
       block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, backward_block_v=32,
       backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**VALUES),
-      sixteen_bit._replace(**VALUES, values_operands="stored")):
+      sixteen_bit._replace(**VALUES, values_operands="stored"),
+      sixteen_bit._replace(backward_form="split")):
     kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
                                 chunk_size=64, config=config)
     (o, final), gradients = _values_and_gradients(kernels, inputs, 5)
