@@ -41,7 +41,10 @@ again after a cut (SIGTERM stops after the current step with a checkpoint; keep
 --workdir_root to resume it) and only what is missing trains; the plots go next to the
 file. `--replot=<file>.json` redraws either kind. The last stdout line is the JSON of
 results.json, or of what this call ran and skipped. The library behind it is
-`sdm_jax.evaluation.recall_sweep`.
+`sdm_jax.evaluation.recall_sweep`. `--init_overlap` trains nothing: for each M point of an
+MQAR preset it prints how many slots the untrained model's reads at the query positions
+share with its writes at the queried values' positions, beside W R / N (issue 18: why large
+tables train slowly).
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from absl import flags
 from experiments import cli
 from experiments import common
 from sdm_jax.evaluation import recall_plots
-from sdm_jax.evaluation.recall_sweep import run_sweep
+from sdm_jax.evaluation.recall_sweep import init_overlaps, run_sweep
 from sdm_jax.training import records
 
 _CONFIG = common.define_config_flag(
@@ -72,6 +75,23 @@ _WORKDIR_ROOT = flags.DEFINE_string("workdir_root", None, "Checkpoints go to <ro
                                     "(default: a new temporary directory).")
 _REPLOT = flags.DEFINE_string("replot", None, "Train nothing: redraw the plots next to this "
                               "results.json or results file and print its table.")
+
+
+_INIT_OVERLAP = flags.DEFINE_bool(
+    "init_overlap", False, "Train nothing: print, for each M point of the (MQAR) settings "
+    "and each seed, the slots its initial model's reads at the query positions share with "
+    "its writes at the queried values' positions, beside W R / N.")
+
+
+def _print_init_overlaps(settings) -> None:
+  rows = init_overlaps(settings)
+  print(f"{'run':<22} {'N':>8} {'W':>4} {'R':>4} {'seed':>4} {'shared slots':>13} "
+        f"{'W R / N':>9}")
+  for row in rows:
+    print(f"{row['name']:<22} {row['sdm_slots']:>8,} {row['sdm_writes']:>4} "
+          f"{row['sdm_reads']:>4} {row['seed']:>4} {row['overlap_slots']:>13.4f} "
+          f"{row['chance_slots']:>9.4f}")
+  print(records.dumps({"init_overlaps": rows}))
 
 
 def _replot(path: str) -> None:
@@ -92,6 +112,8 @@ def main(argv):
   del argv
   if _REPLOT.value:
     return _replot(_REPLOT.value)
+  if _INIT_OVERLAP.value:
+    return _print_init_overlaps(common.loaded_config(_CONFIG))
   if _RESULTS_FILE.value:
     results = run_sweep(common.loaded_config(_CONFIG), results_file=_RESULTS_FILE.value,
                         workdir_root=_WORKDIR_ROOT.value)

@@ -78,3 +78,24 @@ def mqar(num_examples: int, *, seq_len: int, num_kv_pairs: int, vocab_size: int,
   targets = np.full((n, seq_len), IGNORE_LABEL, dtype=np.int32)
   np.put_along_axis(targets, query_positions, values, axis=1)
   return {"inputs": inputs, "targets": targets}
+
+
+def recall_positions(inputs: np.ndarray, targets: np.ndarray, num_kv_pairs: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+  """For MQAR examples (`mqar`'s layout): (query positions, value positions), int32
+  [n, num_kv_pairs] each: every labelled position, in order, and where the value its key
+  was paired with stands (2i + 1 for key i): the position a model must read at and the one
+  it must have written at for the recall to go through its memory."""
+  inputs, targets = np.asarray(inputs), np.asarray(targets)
+  if inputs.shape != targets.shape or inputs.ndim != 2:
+    raise ValueError(f"inputs and targets must be [n, T] of one shape, got {inputs.shape} "
+                     f"and {targets.shape}")
+  labelled = targets != IGNORE_LABEL
+  if not (labelled.sum(axis=1) == num_kv_pairs).all():
+    raise ValueError(f"every example must have num_kv_pairs={num_kv_pairs} labelled "
+                     f"positions, got {sorted(set(labelled.sum(axis=1).tolist()))}")
+  queries = np.nonzero(labelled)[1].reshape(-1, num_kv_pairs).astype(np.int32)
+  keys = inputs[:, 0:2 * num_kv_pairs:2]                                 # [n, P]
+  asked = np.take_along_axis(inputs, queries, axis=1)                   # [n, P]
+  pair = np.argmax(keys[:, None, :] == asked[:, :, None], axis=2)       # key index
+  return queries, (2 * pair + 1).astype(np.int32)

@@ -29,7 +29,9 @@ import jax
 
 from sdm_jax.data.recall_tasks import chance_accuracy, check_task
 from sdm_jax.evaluation import recall_plots
-from sdm_jax.evaluation.slot_usage import trained_m0_rows, written_slots
+from sdm_jax.data.mqar import recall_positions
+from sdm_jax.evaluation.slot_usage import read_write_overlap, trained_m0_rows, written_slots
+from sdm_jax.models.lm import LM
 from sdm_jax.models import describe
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.isoflop import sdm_matching_gdn
@@ -187,6 +189,40 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
       add_sdm(fields["sdm_slots"], fields["sdm_writes"], fields["sdm_reads"], head_dim)
   return [{**point, "peak_lr": lr, "seed": seed}
           for point in points for lr in learning_rates for seed in seeds]
+
+
+def init_overlaps(settings: Any, *, examples: int = 64, batch_size: int = 16
+                  ) -> list[dict[str, Any]]:
+  """Before any training: for each M point of MQAR settings, the slots its reads at the
+  query positions share with its writes at the positions of the queried keys' values
+  (`slot_usage.read_write_overlap`, at the initial parameters of each training seed), on
+  `examples` held-out examples. That overlap is the only path by which a recall can run
+  through the memory, so it is the signal that first trains the addressing.
+
+  Returns [{"name", "sdm_slots", "sdm_writes", "sdm_reads", "seed", "overlap_slots",
+  "chance_slots"}] in point order (one per M point and seed; learning rates do not change
+  the initial parameters)."""
+  settings = complete_settings(settings)
+  task = sweep_task(settings)
+  if task["name"] != "mqar":
+    raise ValueError(f"init_overlaps needs an mqar task, got {task['name']!r}")
+  held_out = held_out_examples(task, examples, EVAL_SEED)
+  queries, values = recall_positions(held_out["inputs"], held_out["targets"],
+                                     task["num_kv_pairs"])
+  results, seen = [], set()
+  for point in sweep_points(settings):
+    if point["mixer"] != "M" or (point["name"], point["seed"]) in seen:
+      continue
+    seen.add((point["name"], point["seed"]))
+    model = LM(point["model"])
+    params = init_function(model, settings["seq_len"])(jax.random.PRNGKey(point["seed"]))
+    (overlap,) = read_write_overlap(model, params, held_out["inputs"], queries, values,
+                                    batch_size=batch_size).values()
+    config = point["model"]
+    results.append({"name": point["name"], "sdm_slots": config.sdm_slots,
+                    "sdm_writes": config.sdm_writes, "sdm_reads": config.sdm_reads,
+                    "seed": point["seed"], **overlap})
+  return results
 
 
 def _distinct_numbers(settings: dict[str, Any], name: str, *, nonnegative: bool = False,

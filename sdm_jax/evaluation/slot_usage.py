@@ -1,6 +1,6 @@
 """How much of Sparse Delta Memory's table a model uses, per `M` layer ("layer_<i>_M").
 
-Two measures, both exact:
+Three measures, all exact:
 - `written_slots`: the slots that a trained model's write addressing picks on given
   sequences (the product-key top-W of its key projection, recomputed from the captured
   projection outputs with the layer's own `addressing`), as a fraction of the H * N slots:
@@ -10,6 +10,12 @@ Two measures, both exact:
   write), Adam moves no parameter whose gradient was always zero, and M0 has no weight
   decay, so this is the fraction of slots addressed at least once during training
   (`TrainConfig.m0_lr_multiplier=0` leaves it at zero).
+- `read_write_overlap`: how many of the slots a model reads at given positions it wrote at
+  given earlier positions (|J_t ∩ I_s| per head), beside W R / N, the expected count for
+  reads and writes drawn uniformly at random. A recall can only go through the memory where
+  they meet, so at initialisation this is the signal that teaches the addressing: with
+  separate key and query projections it falls as 1 / N (issue 18: large tables train
+  slowly).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from sdm_jax.layers.sparse_delta_memory import (INITIAL_MEMORY_NAME, SparseDelta
 from sdm_jax.models.lm import LM
 
 _KEY_PROJECTION = "key_proj"
+_QUERY_PROJECTION = "query_proj"
 
 
 def _layer_name(block_name: str) -> str:
@@ -102,3 +109,77 @@ def trained_m0_rows(initial_params: Any, params: Any) -> dict[str, float]:
     changed = np.any(np.asarray(leaf) != np.asarray(flat_initial[path]), axis=-1)  # [H, N]
     result[_layer_name(block)] = float(changed.mean())
   return result
+
+
+def _is_address_projection(module: nn.Module, method_name: str) -> bool:
+  return (method_name == "__call__" and module.name in (_KEY_PROJECTION, _QUERY_PROJECTION)
+          and isinstance(module.parent, SparseDeltaMemory))
+
+
+def _overlaps(model: LM):
+  """jitted (params, tokens [B, T], read_positions, write_positions [B, P]) -> {layer:
+  |J ∩ I| [B, P, H]} for the read slots J at the read positions and the written slots I
+  at the write positions."""
+  config = model.config
+
+  def overlaps(params, tokens, read_positions, write_positions):
+    _, captured = model.apply(params, tokens, capture_intermediates=_is_address_projection,
+                              mutable=["intermediates"])
+    result = {}
+    for block_name, block in captured.get("intermediates", {}).items():
+      ids = {}
+      for name, count in ((_KEY_PROJECTION, config.sdm_writes),
+                          (_QUERY_PROJECTION, config.sdm_reads)):
+        scores = block["mixer"][name]["__call__"][0]
+        batch, length, _ = scores.shape
+        scores = scores.reshape(batch, length, config.sdm_heads, -1)
+        ids[name], _ = addressing(scores, count, config.sdm_topk_impl)  # [B, T, H, count]
+      take = lambda x, at: jnp.take_along_axis(x, at[:, :, None, None], axis=1)  # noqa: E731
+      written = take(ids[_KEY_PROJECTION], write_positions)   # [B, P, H, W]
+      read = take(ids[_QUERY_PROJECTION], read_positions)     # [B, P, H, R]
+      # Ids are distinct within a token's W (or R), so matching pairs count shared slots.
+      result[_layer_name(block_name)] = jnp.sum(
+          written[..., :, None] == read[..., None, :], axis=(-2, -1), dtype=jnp.int32)
+    return result
+  return jax.jit(overlaps)
+
+
+def read_write_overlap(model: LM, params: Any, inputs: np.ndarray, read_positions: np.ndarray,
+                       write_positions: np.ndarray, *, batch_size: int
+                       ) -> dict[str, dict[str, float]]:
+  """Slots shared by the reads at `read_positions` and the writes at `write_positions`
+  (int32 [n, P] each, pairs of positions of `inputs` int32 [n, T]; e.g. MQAR's query and
+  value positions, `sdm_jax.data.mqar.recall_positions`), per `M` layer:
+
+  {"layer_<i>_M": {"overlap_slots": mean over examples, pairs and heads of |J ∩ I|,
+  "chance_slots": W R / N}}; {} for a model without `M` layers.
+  """
+  inputs = np.asarray(inputs)
+  read_positions, write_positions = np.asarray(read_positions), np.asarray(write_positions)
+  if inputs.ndim != 2 or inputs.shape[0] < 1:
+    raise ValueError(f"inputs must be int32 [n, T] with n >= 1, got shape {inputs.shape}")
+  if (read_positions.shape != write_positions.shape
+      or read_positions.shape[:1] != inputs.shape[:1] or read_positions.ndim != 2):
+    raise ValueError(f"read_positions and write_positions must both be [n, P] with n = "
+                     f"{inputs.shape[0]}, got {read_positions.shape} and "
+                     f"{write_positions.shape}")
+  for name, positions in (("read_positions", read_positions),
+                          ("write_positions", write_positions)):
+    if positions.size and (positions.min() < 0 or positions.max() >= inputs.shape[1]):
+      raise ValueError(f"{name} must lie in [0, T = {inputs.shape[1]}), got "
+                       f"[{positions.min()}, {positions.max()}]")
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+  measure = _overlaps(model)
+  counts: dict[str, list[np.ndarray]] = {}
+  for start in range(0, inputs.shape[0], batch_size):
+    part = slice(start, start + batch_size)
+    for layer, overlap in measure(params, jnp.asarray(inputs[part]),
+                                  jnp.asarray(read_positions[part], jnp.int32),
+                                  jnp.asarray(write_positions[part], jnp.int32)).items():
+      counts.setdefault(layer, []).append(np.asarray(overlap))
+  config = model.config
+  chance = config.sdm_writes * config.sdm_reads / config.sdm_slots
+  return {layer: {"overlap_slots": float(np.concatenate(parts).mean()),
+                  "chance_slots": chance}
+          for layer, parts in counts.items()}

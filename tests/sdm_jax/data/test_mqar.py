@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdm_jax.data.mqar import mqar
+from sdm_jax.data.mqar import mqar, recall_positions
 
 IGNORE = -100
 
@@ -116,3 +116,17 @@ def test_deterministic_per_seed_and_different_across_seeds():
 def test_invalid_arguments_raise_value_error_naming_them(overrides, message):
   with pytest.raises(ValueError, match=message):
     _generate(**overrides)
+
+
+def test_recall_positions_pair_each_query_with_its_keys_value():
+  data = mqar(6, seq_len=40, num_kv_pairs=5, vocab_size=32, seed=3)
+  queries, values = recall_positions(data["inputs"], data["targets"], 5)
+  assert queries.shape == values.shape == (6, 5) and queries.dtype == np.int32
+  rows = np.arange(6)[:, None]
+  assert (np.diff(queries, axis=1) > 0).all()
+  assert (data["inputs"][rows, values] == data["targets"][rows, queries]).all()
+  assert (data["inputs"][rows, values - 1] == data["inputs"][rows, queries]).all()
+  with pytest.raises(ValueError, match="labelled positions"):
+    recall_positions(data["inputs"], data["targets"], 4)
+  with pytest.raises(ValueError, match="of one shape"):
+    recall_positions(data["inputs"][:, :-1], data["targets"], 5)

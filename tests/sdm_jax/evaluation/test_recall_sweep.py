@@ -276,3 +276,17 @@ def test_needle_runs_are_scored_at_each_context(tmp_path):
   assert outcome["plots"] == ["niah_accuracy_vs_state.png", "niah_accuracy_vs_context.png"]
   for name in outcome["plots"]:
     assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_init_overlaps_report_each_sdm_point_and_seed_beside_chance():
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=["G", "M"], sdm_slots=[64, 256],
+                  seeds=[0, 1], peak_lrs=[1e-3, 3e-3])
+  rows = recall_sweep.init_overlaps(settings, examples=4, batch_size=2)
+  assert [(r["name"], r["seed"]) for r in rows] == [
+      ("M_N64", 0), ("M_N64", 1), ("M_N256", 0), ("M_N256", 1)]
+  for row in rows:
+    writes, reads = row["sdm_writes"], row["sdm_reads"]
+    assert row["chance_slots"] == writes * reads / row["sdm_slots"]
+    assert 0 <= row["overlap_slots"] <= min(writes, reads)
+  with pytest.raises(ValueError, match="needs an mqar task"):
+    recall_sweep.init_overlaps(dict(sweep_config.PRESETS["niah_smoke"]))

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from sdm_jax.data.recall_tasks import check_task
-from sdm_jax.evaluation.slot_usage import trained_m0_rows, written_slots
+from sdm_jax.evaluation.slot_usage import read_write_overlap, trained_m0_rows, written_slots
+from sdm_jax.layers.sparse_delta_memory import addressing
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM
 from sdm_jax.training.config import TrainConfig
@@ -46,8 +47,40 @@ def test_written_slots_are_the_rows_the_final_tables_changed():
 def test_a_model_without_sdm_layers_has_no_usage():
   model = LM(dataclasses.replace(MODEL, pattern="SG", gdn_heads=2))
   params = init_function(model, 12)(jax.random.PRNGKey(0))
-  assert written_slots(model, params, np.zeros((2, 12), np.int32), batch_size=2) == {}
+  tokens = np.zeros((2, 12), np.int32)
+  assert written_slots(model, params, tokens, batch_size=2) == {}
   assert trained_m0_rows(params, params) == {}
+  positions = np.zeros((2, 1), np.int32)
+  assert read_write_overlap(model, params, tokens, positions, positions, batch_size=2) == {}
+
+
+def test_reads_meet_the_writes_of_the_same_addressing_exactly():
+  """With the query projection set to the key projection and W = R, a position reads
+  exactly the W slots it writes; at other pairs of positions the overlap counts the shared
+  slots the ids show."""
+  config = dataclasses.replace(MODEL, sdm_reads=3)
+  model = LM(config)
+  params = jax.tree.map(np.array, init_function(model, 12)(jax.random.PRNGKey(2)))
+  mixer = params["params"]["block_1"]["mixer"]
+  mixer["query_proj"] = jax.tree.map(np.copy, mixer["key_proj"])
+  tokens = np.random.default_rng(1).integers(0, 32, size=(3, 12)).astype(np.int32)
+  same = np.tile(np.arange(0, 12, 3, dtype=np.int32), (3, 1))
+  usage = read_write_overlap(model, params, tokens, same, same, batch_size=2)
+  assert usage == {"layer_1_M": {"overlap_slots": 3.0, "chance_slots": 3 * 3 / 64}}
+  # Writes at one position, reads at the next: compare with the ids written at both.
+  _, captured = model.apply(params, tokens, capture_intermediates=lambda m, method: (
+      m.name == "key_proj" and method == "__call__"), mutable=["intermediates"])
+  scores = captured["intermediates"]["block_1"]["mixer"]["key_proj"]["__call__"][0]
+  write_ids, _ = addressing(scores.reshape(3, 12, 2, -1), 3, "xla")  # [B, T, H, W]
+  write_ids = np.asarray(write_ids)
+  shifted = read_write_overlap(model, params, tokens, same + 1, same, batch_size=3)
+  want = np.mean([len(set(write_ids[b, t + 1, h]) & set(write_ids[b, t, h]))
+                  for b in range(3) for t in same[0] for h in range(2)])
+  assert shifted["layer_1_M"]["overlap_slots"] == pytest.approx(want)
+  with pytest.raises(ValueError, match="must lie in"):
+    read_write_overlap(model, params, tokens, same + 3, same, batch_size=2)
+  with pytest.raises(ValueError, match="both be \\[n, P\\]"):
+    read_write_overlap(model, params, tokens, same[:, :2], same, batch_size=2)
 
 
 def test_trained_rows_are_the_rows_that_moved():
