@@ -137,6 +137,13 @@ PRESETS = {
     # step, measured): per seed 6000 x 28.2 ms = 169 s + 75 s = 244 s; 488 s.
     "mqar512_seeds_sdm": _mqar512(mixers="M", sdm_slots=(4096, 262144), gdn_head_dims=(64,),
                                   sdm_match_gdn=True, peak_lrs=(3e-3,), seeds=(1, 2)),
+    # The read-write overlap at initialisation is W R / N (WORKSPACE.md, "Why large tables
+    # train slowly"): N = 2^18 at W = R = 128 starts with 1/16 shared slots per query, as
+    # N = 2^14 does at W = R = 32, against 1/256 at W = R = 32. Seeds 0 and 1 at 3e-3; step
+    # time a guess (~38 ms, between the K = 128 twin's 30 ms and more key scoring):
+    # 2 x (6000 x 38 ms + 25 s) = 506 s.
+    "mqar512_overlap": _mqar512(mixers="M", sdm_extra_points=((262144, 128, 128),),
+                                peak_lrs=(3e-3,), seeds=(0, 1)),
     # ... and of G K = 32, 64 at theirs, 1e-3 (2.8-3.3 ms): per seed 2 x (6000 x 3 ms + 25 s)
     # = 86 s; 172 s.
     "mqar512_seeds_gdn": _mqar512(mixers="G", gdn_head_dims=(32, 64), peak_lrs=(1e-3,),

@@ -58,6 +58,9 @@ SETTING_DEFAULTS = {
     # Also train the SDM mixer `sdm_matching_gdn` gives for each of gdn_head_dims (W = R =
     # K, S at equal mixer FLOPs), whether G is among the mixers or not.
     "sdm_match_gdn": False,
+    # More M points at their own W and R, as (N, W, R) triples, named M_N<N>_W<W>, with M
+    # among the mixers (the N points of sdm_slots use sdm_writes and sdm_reads).
+    "sdm_extra_points": (),
     # Each M point once per value (TrainConfig.m0_lr_multiplier).
     "m0_lr_multipliers": (1.0,),
     # Every point once per training seed (TrainConfig.seed: initialisation and batches);
@@ -183,6 +186,10 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
     elif mixer == "M":
       for slots in settings["sdm_slots"]:
         add_sdm(slots, settings["sdm_writes"], settings["sdm_reads"])
+      for extra in settings["sdm_extra_points"]:
+        if len(extra) != 3:
+          raise ValueError(f"sdm_extra_points must hold (N, W, R) triples, got {extra!r}")
+        add_sdm(*(int(x) for x in extra))
   if settings["sdm_match_gdn"]:
     for head_dim in settings["gdn_head_dims"]:
       fields, _ = sdm_matching_gdn(model_of(f"G_K{head_dim}", "G", **gdn_fields(head_dim)))

@@ -290,3 +290,15 @@ def test_init_overlaps_report_each_sdm_point_and_seed_beside_chance():
     assert 0 <= row["overlap_slots"] <= min(writes, reads)
   with pytest.raises(ValueError, match="needs an mqar task"):
     recall_sweep.init_overlaps(dict(sweep_config.PRESETS["niah_smoke"]))
+
+
+def test_extra_sdm_points_carry_their_own_widths_and_names():
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=["M"], sdm_slots=[64],
+                  sdm_extra_points=[(256, 8, 8)])
+  points = {p["name"]: p["model"] for p in recall_sweep.sweep_points(settings)}
+  assert set(points) == {"M_N64", "M_N256_W8"}
+  assert (points["M_N256_W8"].sdm_slots, points["M_N256_W8"].sdm_writes,
+          points["M_N256_W8"].sdm_reads) == (256, 8, 8)
+  assert points["M_N64"].sdm_writes == settings["sdm_writes"]
+  with pytest.raises(ValueError, match="\\(N, W, R\\) triples"):
+    recall_sweep.sweep_points(dict(settings, sdm_extra_points=[(256, 8)]))
