@@ -65,8 +65,8 @@ _TABLE_DTYPE = flags.DEFINE_enum(
     "bfloat16 on GPU for bfloat16 activations).")
 _MODEL_DIM = flags.DEFINE_integer("model_dim", 2048, "Model width d (sdm_layer; Dv = d / H).")
 _TOP_OPS = flags.DEFINE_integer(
-    "top_ops", 0, "gdn, gdn_fla, sdm, sdm_layer, train_step: also list this many costliest device ops of the forward "
-    "and forward+backward (a profiler trace; empty on CPU).")
+    "top_ops", 0, "gdn, gdn_fla, sdm, sdm_layer, train_step: also list this many costliest "
+    "device ops of the forward and forward+backward (a profiler trace; empty on CPU).")
 _TOPK_IMPL = flags.DEFINE_enum("topk_impl", "auto", list(product_key.IMPLS),
                                "Product-key top-k implementation (sdm_layer).")
 

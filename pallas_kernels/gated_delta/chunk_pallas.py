@@ -215,6 +215,12 @@ def _decays(g_row, g_col, mask: str):
   return jnp.exp(jnp.where(keep, difference, -jnp.inf))
 
 
+def _causal_scores(queries, keys, cumulative, scale: float, precision):
+  """P [C, C]: P[t, i] = exp(G_t - G_i) scale q_t . k_i for i <= t, else 0."""
+  return (scale * _decays(cumulative, cumulative, "causal")
+          * _dot(queries, keys, precision, transpose_b=True))
+
+
 def _invert_diagonal_blocks(blocks):
   """(I + a)^-1 for each strictly lower-triangular [16, 16] block a, by forward substitution:
   row i of X = (I + a)^-1 is e_i - sum_{j < i} a[i, j] X[j]."""
@@ -417,8 +423,7 @@ def _output_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
   w = _dot(inverse, (beta * jnp.exp(cumulative))[:, None] * keys.astype(f32), f32_precision)
   u = _dot(inverse, beta[:, None] * v_ref[...].astype(f32), f32_precision)
   written = u - _dot(w, start, f32_precision)  # the values the chunk writes, [C, BV]
-  scores = (scale * _decays(cumulative, cumulative, "causal")
-            * _dot(queries, keys, input_precision, transpose_b=True))
+  scores = _causal_scores(queries, keys, cumulative, scale, input_precision)
   queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
   o = _dot(scores, written, f32_precision) + _dot(queries_to_start, start, f32_precision)
   o_ref[...] = o.astype(o_ref.dtype)
@@ -498,8 +503,7 @@ def _output_values_kernel(q_ref, k_ref, g_ref, written_ref, start_ref, o_ref, *,
   precision = _precision(operands, interpret, f32_passes)
   queries = q_ref[...]
   cumulative = jnp.cumsum(g_ref[...].astype(f32))
-  scores = (scale * _decays(cumulative, cumulative, "causal")
-            * _dot(queries, k_ref[...], input_precision, transpose_b=True))
+  scores = _causal_scores(queries, k_ref[...], cumulative, scale, input_precision)
   queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
   o = (_dot(scores.astype(operands), written_ref[...].astype(operands), precision)
        + _dot(queries_to_start.astype(operands), start_ref[...].astype(operands), precision))
@@ -519,8 +523,7 @@ def _start_gradient_kernel(q_ref, k_ref, g_ref, beta_ref, inverse_ref, do_ref, d
   d_o = do_ref[...].astype(f32)
   w = _dot(inverse_ref[...], (beta * jnp.exp(cumulative))[:, None] * keys.astype(f32),
            f32_precision)
-  scores = (scale * _decays(cumulative, cumulative, "causal")
-            * _dot(queries, keys, input_precision, transpose_b=True))
+  scores = _causal_scores(queries, keys, cumulative, scale, input_precision)
   queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
   scores_t_d_o = _dot(scores, d_o, f32_precision, transpose_a=True)
   d_start_ref[...] = (_dot(queries_to_start, d_o, f32_precision, transpose_a=True)
@@ -542,8 +545,7 @@ def _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision) -> _Chun
   f32 = jnp.float32
   cumulative = jnp.cumsum(g_ref[...].astype(f32))
   g_last = jnp.sum(g_ref[...].astype(f32))
-  scores = (scale * _decays(cumulative, cumulative, "causal")
-            * _dot(q_ref[...], k_ref[...], input_precision, transpose_b=True))
+  scores = _causal_scores(q_ref[...], k_ref[...], cumulative, scale, input_precision)
   return _ChunkTerms(cumulative, g_last, beta_ref[...].astype(f32), jnp.exp(cumulative),
                      jnp.exp(g_last - cumulative), scores)
 

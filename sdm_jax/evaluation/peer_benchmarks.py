@@ -59,20 +59,13 @@ def _cuda_time_by_kernel(torch, fn, *, repeats: int = 3, top: int = 20
     for _ in range(repeats):
       fn()
     torch.cuda.synchronize()
-  totals: dict[str, list[float]] = {}
-  for event in profile.events():
-    if event.device_type != torch.autograd.DeviceType.CUDA:
-      continue
-    entry = totals.setdefault(event.name, [0.0, 0])
-    # A kernel's own duration in microseconds (older PyTorch names it cuda_time_total).
-    entry[0] += (event.device_time_total if hasattr(event, "device_time_total")
-                 else event.cuda_time_total)
-    entry[1] += 1
-  totals = {name: [us / 1e3, count] for name, (us, count) in totals.items()}
-  device_ms = sum(ms for ms, _ in totals.values()) or 1.0
-  rows = sorted(totals.items(), key=lambda item: -item[1][0])[:top]
-  return [{"op": name, "ms": ms / repeats, "count": count / repeats, "share": ms / device_ms}
-          for name, (ms, count) in rows]
+  # A kernel's own duration in microseconds (older PyTorch names it cuda_time_total).
+  microseconds = lambda event: (event.device_time_total  # noqa: E731
+                                if hasattr(event, "device_time_total")
+                                else event.cuda_time_total)
+  return timing.ranked_ops(
+      ((event.name, microseconds(event) / 1e3) for event in profile.events()
+       if event.device_type == torch.autograd.DeviceType.CUDA), repeats=repeats, top=top)
 
 
 def _import_fla():

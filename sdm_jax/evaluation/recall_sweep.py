@@ -27,13 +27,13 @@ from typing import Any, Callable
 
 import jax
 
+from sdm_jax.data.mqar import recall_positions
 from sdm_jax.data.recall_tasks import chance_accuracy, check_task
 from sdm_jax.evaluation import recall_plots
-from sdm_jax.data.mqar import recall_positions
 from sdm_jax.evaluation.slot_usage import read_write_overlap, trained_m0_rows, written_slots
-from sdm_jax.models.lm import LM
 from sdm_jax.models import describe
 from sdm_jax.models.config import LMConfig
+from sdm_jax.models.lm import LM
 from sdm_jax.models.isoflop import sdm_matching_gdn
 from sdm_jax.training import records
 from sdm_jax.training.config import TrainConfig

@@ -44,6 +44,16 @@ def _is_write_projection(module: nn.Module, method_name: str) -> bool:
           and isinstance(module.parent, SparseDeltaMemory))
 
 
+def _slot_ids(block, projection: str, count: int, config) -> jax.Array:
+  """The slots [B, T, H, count] the layer's `addressing` picks from the captured outputs of
+  its `projection` (key_proj: writes, query_proj: reads) in a block's intermediates."""
+  scores = block["mixer"][projection]["__call__"][0]
+  batch, length, _ = scores.shape
+  ids, _ = addressing(scores.reshape(batch, length, config.sdm_heads, -1), count,
+                      config.sdm_topk_impl)
+  return ids
+
+
 def _marked_slots(model: LM):
   """jitted (params, tokens [B, T]) -> {layer: (slots written per sequence and head [B, H]
   int32, written by any sequence [H, N] bool)}."""
@@ -54,11 +64,8 @@ def _marked_slots(model: LM):
                               mutable=["intermediates"])
     result = {}
     for block_name, block in captured.get("intermediates", {}).items():
-      scores = block["mixer"][_KEY_PROJECTION]["__call__"][0]
-      batch, length, _ = scores.shape
-      scores = scores.reshape(batch, length, config.sdm_heads, -1)
-      ids, _ = addressing(scores, config.sdm_writes, config.sdm_topk_impl)  # [B, T, H, W]
-      ids = jnp.moveaxis(ids, 2, 1).reshape(batch, config.sdm_heads, -1)
+      ids = _slot_ids(block, _KEY_PROJECTION, config.sdm_writes, config)  # [B, T, H, W]
+      ids = jnp.moveaxis(ids, 2, 1).reshape(ids.shape[0], config.sdm_heads, -1)
       written = jax.vmap(jax.vmap(
           lambda row: jnp.zeros(config.sdm_slots, bool).at[row].set(True)))(ids)
       result[_layer_name(block_name)] = (jnp.sum(written, axis=-1, dtype=jnp.int32),
@@ -127,16 +134,11 @@ def _overlaps(model: LM):
                               mutable=["intermediates"])
     result = {}
     for block_name, block in captured.get("intermediates", {}).items():
-      ids = {}
-      for name, count in ((_KEY_PROJECTION, config.sdm_writes),
-                          (_QUERY_PROJECTION, config.sdm_reads)):
-        scores = block["mixer"][name]["__call__"][0]
-        batch, length, _ = scores.shape
-        scores = scores.reshape(batch, length, config.sdm_heads, -1)
-        ids[name], _ = addressing(scores, count, config.sdm_topk_impl)  # [B, T, H, count]
       take = lambda x, at: jnp.take_along_axis(x, at[:, :, None, None], axis=1)  # noqa: E731
-      written = take(ids[_KEY_PROJECTION], write_positions)   # [B, P, H, W]
-      read = take(ids[_QUERY_PROJECTION], read_positions)     # [B, P, H, R]
+      written = take(_slot_ids(block, _KEY_PROJECTION, config.sdm_writes, config),
+                     write_positions)                          # [B, P, H, W]
+      read = take(_slot_ids(block, _QUERY_PROJECTION, config.sdm_reads, config),
+                  read_positions)                              # [B, P, H, R]
       # Ids are distinct within a token's W (or R), so matching pairs count shared slots.
       result[_layer_name(block_name)] = jnp.sum(
           written[..., :, None] == read[..., None, :], axis=(-2, -1), dtype=jnp.int32)

@@ -10,7 +10,7 @@ import glob
 import statistics
 import tempfile
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import jax
 
@@ -96,18 +96,30 @@ def summarize_device_ops(planes, *, repeats: int, top: int) -> list[dict[str, An
                   if plane.name.startswith("/device:") for line in plane.lines]
   op_lines = [line for line in device_lines if line.name == "XLA Ops"] or [
       line for line in device_lines if line.name.startswith("Stream")]
-  totals: dict[str, list[float]] = {}
+  durations = []
   sources: dict[str, str] = {}
   for line in op_lines:
     for event in line.events:
-      entry = totals.setdefault(event.name, [0.0, 0])
-      entry[0] += event.duration_ns / 1e6
-      entry[1] += 1
+      durations.append((event.name, event.duration_ns / 1e6))
       if event.name not in sources:
         stats = dict(event.stats)
         # "name" is the JAX name stack on GPU ("jit(f)/.../dot_general"); "tf_op" elsewhere.
         sources[event.name] = str(stats.get("name") or stats.get("tf_op") or "")[-160:]
+  return [{**row, "source": sources[row["op"]]}
+          for row in ranked_ops(durations, repeats=repeats, top=top)]
+
+
+def ranked_ops(durations: Iterable[tuple[str, float]], *, repeats: int, top: int
+               ) -> list[dict[str, Any]]:
+  """(op name, ms) of every op run in `repeats` calls -> up to `top` rows {"op", "ms" and
+  "count" (per call), "share" (of all the ops' time)}, costliest first: the rows of
+  `device_time_by_op` (and of the PyTorch peers' kernel profiles) without their sources."""
+  totals: dict[str, list[float]] = {}
+  for name, ms in durations:
+    entry = totals.setdefault(name, [0.0, 0])
+    entry[0] += ms
+    entry[1] += 1
   device_ms = sum(ms for ms, _ in totals.values()) or 1.0
   rows = sorted(totals.items(), key=lambda item: -item[1][0])[:top]
-  return [{"op": name, "ms": ms / repeats, "count": count / repeats, "share": ms / device_ms,
-           "source": sources[name]} for name, (ms, count) in rows]
+  return [{"op": name, "ms": ms / repeats, "count": count / repeats, "share": ms / device_ms}
+          for name, (ms, count) in rows]
