@@ -30,7 +30,8 @@ kernels do: the preparation writes w, K~ and u = X diag(beta) V (in the inputs' 
 forms the written values U = u - w S0 of each chunk and stores them beside the start
 states, S <- exp(G_C) S + K~^T U; the output kernel reads U instead of recomputing u - w S0
 from X. The transitions the backward needs are written by the preparation only when the
-forward will be differentiated.
+forward will be differentiated. It is the 16-bit default (`default_config`): 10-30% faster
+forward on the H200 than the transitions form, the default for float32 inputs.
 
 Backward (with the forward's X, transitions and start states), three launches again:
 `_start_gradient_kernel` (d O / d S0 of each chunk), `state_pallas.adjoint_states` (the
@@ -92,18 +93,19 @@ class KernelConfig(NamedTuple):
   # How the forward hands the chunks' work to the state pass (module docstring):
   # "transitions" (the preparation writes each chunk's transition and update) or "values"
   # (it writes w and u, the state pass forms the written values u - w S0 and stores them,
-  # the output kernel reads them). "values" needs diagonal_inverse="chunk"; not yet timed on
-  # a GPU (WORKSPACE.md, issue 16, session 17).
+  # the output kernel reads them). "values" needs diagonal_inverse="chunk"; the 16-bit
+  # default (`default_config`).
   forward_form: str = "transitions"
   # The "values" form's state-pass and output products: "float32" operands (TF32 passes as
   # state_f32_dot_passes / f32_dot_passes), or "stored": operands in the dtype w, u and U
   # are stored in (bf16 for bf16 inputs: tensor cores at twice the TF32 rate; the state and
-  # the scores are rounded to it for the product, sums stay float32), as fla does. Untimed.
+  # the scores are rounded to it for the product, sums stay float32), as fla does; the
+  # 16-bit default.
   values_operands: str = "float32"
   # The chunk backward: "fused" (one kernel per chunk walks the value slabs, X and P live
   # beside its sums) or "split" (a kernel per chunk and slab forms U and dR and stores them
   # in float32, a second per chunk sums over slabs without X and P; module docstring).
-  # Untimed (WORKSPACE.md, issue 16, session 17).
+  # "split" was no faster on the H200 (WORKSPACE.md, issue 16, session 18).
   backward_form: str = "fused"
 
 
@@ -119,18 +121,21 @@ def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
 
   16-bit inputs: one TF32 pass per float32 matmul in every kernel (the precision XLA's
   default float32 matmuls give the chunked twin on the same inputs), the preparation on
-  whole tiles and the state kernel's chunk loop pipelined over 2 stages. On the H200 at
-  issue 16's three shapes (bf16, K = 64, V = 128, C = 64) the forward took 0.72 / 1.16 /
-  0.71 ms and fwd+bwd 1.97 / 3.56 / 1.98 ms this way, against 0.78 / 1.28 / 0.70 and 2.13
-  / 3.87 / 2.23 ms with TF32x3 in the state kernels and 16 x 16 blocks (WORKSPACE.md,
-  session 16). float32 inputs: TF32x3 (about float32) and forward substitution, the
+  whole tiles, the state kernel's chunk loop pipelined over 2 stages (session 16: 0.72 /
+  1.16 / 0.71 ms forward at issue 16's three shapes against 0.78 / 1.28 / 0.70 with TF32x3
+  in the state kernels and 16 x 16 blocks), and the "values" forward on stored (16-bit)
+  operands: on the H200 (bf16, K = 64, V = 128, C = 64; B, T, H = 2, 8192, 16 / 4, 4096, 8
+  / 16, 2048, 4; fastest of 7) fwd 0.83 / 0.48 / 0.51 ms and fwd+bwd 3.13 / 1.74 / 1.58 ms,
+  against 1.06 / 0.71 / 0.60 and 3.36 / 1.92 / 1.83 ms for the transitions form in the
+  same run (WORKSPACE.md, issue 16, session 18). float32 inputs: TF32x3 (about float32) and forward substitution, the
   tiling Triton 3.6 compiled with the fewest spills (not timed against the other)."""
   if jnp.dtype(dtype).itemsize < 4:
     return KernelConfig(block_v=min(value_dim, 64),
                         state_block_v=state_pallas.default_block_v(value_dim),
                         prepare_block_v=min(value_dim, 64),
                         backward_block_v=min(value_dim, 32), f32_dot_passes=1,
-                        diagonal_inverse="chunk", state_f32_dot_passes=1, state_stages=2)
+                        diagonal_inverse="chunk", state_f32_dot_passes=1, state_stages=2,
+                        forward_form="values", values_operands="stored")
   return KernelConfig(block_v=min(value_dim, 64),
                       state_block_v=state_pallas.default_block_v(value_dim),
                       prepare_block_v=16, backward_block_v=min(value_dim, 32))

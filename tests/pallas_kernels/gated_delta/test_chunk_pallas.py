@@ -79,6 +79,8 @@ def test_doubling_inverts_a_unit_lower_triangular_chunk():
 
 
 VALUES = dict(forward_form="values", diagonal_inverse="chunk")
+# The forward form the 16-bit default had before "values" (still the float32 default).
+TRANSITIONS = dict(forward_form="transitions", values_operands="float32")
 
 
 @interpret_on_cpu
@@ -87,21 +89,26 @@ VALUES = dict(forward_form="values", diagonal_inverse="chunk")
     # of the backward's column loop.
     dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
          tiling=dict(block_v=16, backward_block_v=16)),
-    # Two 16-row blocks per chunk: the inverse's block below the diagonal; bfloat16.
+    # Two 16-row blocks per chunk: the inverse's block below the diagonal; bfloat16 under
+    # the 16-bit default (the "values" form on stored operands) and the transitions form.
     dict(shape=dict(seq_len=64, key_dim=16, value_dim=16), chunk=32, tiling={},
+         dtype=jnp.bfloat16),
+    dict(shape=dict(seq_len=64, key_dim=16, value_dim=16), chunk=32, tiling=TRANSITIONS,
          dtype=jnp.bfloat16),
     # g = -20 per token: exp(-G) would overflow, exp of in-chunk differences must not.
     dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32, tiling={},
          log_decay=-20.0),
     # Four 16-row blocks by substitution, weak decay (long products survive); bfloat16.
     dict(shape=dict(seq_len=64, key_dim=16, value_dim=16), chunk=64,
-         tiling=dict(diagonal_inverse="substitution"), log_decay=-0.01, dtype=jnp.bfloat16),
+         tiling=dict(TRANSITIONS, diagonal_inverse="substitution"), log_decay=-0.01,
+         dtype=jnp.bfloat16),
     # The whole chunk on whole tiles: a padded chunk of 16, two update steps; weak decay at
     # C = 64 in bfloat16; strong decay.
     dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
          tiling=dict(diagonal_inverse="chunk", prepare_block_v=16)),
     dict(shape=dict(seq_len=128, key_dim=16, value_dim=16), chunk=64,
-         tiling=dict(diagonal_inverse="chunk"), log_decay=-0.01, dtype=jnp.bfloat16),
+         tiling=dict(TRANSITIONS, diagonal_inverse="chunk"), log_decay=-0.01,
+         dtype=jnp.bfloat16),
     dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32,
          tiling=dict(diagonal_inverse="chunk"), log_decay=-20.0),
     # forward_form="values": a padded chunk, two slabs in every kernel (float32 and bf16
@@ -302,8 +309,8 @@ def test_compiled_kernels_match_the_twin(dtype):
     sixteen_bit = sixteen_bit._replace(f32_dot_passes=3, state_f32_dot_passes=3)
   for config in (chunk_pallas.default_config(128), chunk_pallas.KernelConfig(
       block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, backward_block_v=32,
-      backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**VALUES),
-      sixteen_bit._replace(**VALUES, values_operands="stored"),
+      backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**TRANSITIONS),
+      sixteen_bit._replace(values_operands="float32"),
       sixteen_bit._replace(backward_form="split")):
     kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
                                 chunk_size=64, config=config)
