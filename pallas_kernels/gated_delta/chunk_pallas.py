@@ -41,6 +41,8 @@ reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backwar
 over (value slab, chunk) forms the written values U and dR = X^T dU (and dv) and stores U
 and dR, and `_chunk_sums_backward_kernel` per chunk sums the slabs' terms without holding X
 and P beside its [C, C] sums (the fused kernel's registers spill on the H200).
+`KernelConfig.backward_operands="stored"` runs the chunk backward's products on operands in
+the inputs' 16-bit dtype, as fla's backward does.
 
 Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
 XLA twin does; every other matmul is float32: one TF32 pass on the GPU for 16-bit inputs
@@ -107,11 +109,15 @@ class KernelConfig(NamedTuple):
   # in float32, a second per chunk sums over slabs without X and P; module docstring).
   # "split" was no faster on the H200 (WORKSPACE.md, issue 16, session 18).
   backward_form: str = "fused"
+  # The chunk backward's products (all but q k^T and k k^T, which take the inputs): "float32"
+  # operands (TF32 passes as f32_dot_passes) or "stored", the inputs' dtype for 16-bit
+  # inputs (bf16 tensor cores, as fla's backward; sums stay float32).
+  backward_operands: str = "float32"
 
 
 DIAGONAL_INVERSES = ("substitution", "chunk")
 FORWARD_FORMS = ("transitions", "values")
-VALUES_OPERANDS = ("float32", "stored")
+OPERAND_DTYPES = ("float32", "stored")
 BACKWARD_FORMS = ("fused", "split")
 
 
@@ -162,9 +168,9 @@ def config_limits(config: KernelConfig, value_dim: int) -> str | None:
             f"{config.diagonal_inverse!r}")
   if config.forward_form not in FORWARD_FORMS:
     return f"forward_form must be one of {FORWARD_FORMS}, got {config.forward_form!r}"
-  if config.values_operands not in VALUES_OPERANDS:
-    return (f"values_operands must be one of {VALUES_OPERANDS}, got "
-            f"{config.values_operands!r}")
+  for name in ("values_operands", "backward_operands"):
+    if getattr(config, name) not in OPERAND_DTYPES:
+      return f"{name} must be one of {OPERAND_DTYPES}, got {getattr(config, name)!r}"
   if config.backward_form not in BACKWARD_FORMS:
     return f"backward_form must be one of {BACKWARD_FORMS}, got {config.backward_form!r}"
   if config.forward_form == "values" and config.diagonal_inverse != "chunk":
@@ -201,6 +207,16 @@ def _dot(a, b, precision, *, transpose_a=False, transpose_b=False):
   contract = ((0 if transpose_a else 1,), (1 if transpose_b else 0,))
   return lax.dot_general(a, b, (contract, ((), ())), precision=precision,
                          preferred_element_type=jnp.float32)
+
+
+def _operand_dot(operands, interpret: bool, f32_passes: int):
+  """`_dot` with both operands cast to `operands`: float32 (TF32 passes as `f32_passes`)
+  or a 16-bit dtype (tensor cores at twice the TF32 rate; sums stay float32)."""
+  precision = _precision(operands, interpret, f32_passes)
+
+  def dot(a, b, **transposes):
+    return _dot(a.astype(operands), b.astype(operands), precision, **transposes)
+  return dot
 
 
 def _iota(shape, dimension):
@@ -556,34 +572,32 @@ def _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision) -> _Chun
 
 
 def _written_and_its_gradient(k_ref, v_ref, inverse_ref, terms: _ChunkTerms, start, adjoint,
-                              d_o, cols, precision):
+                              d_o, cols, dot):
   """For one slab: K S0, the residual R' = V - diag(exp G) K S0 (R = diag(beta) R'), the
   written values U = X R, and dR = X^T dU with dU = P^T dO + K~ dS1."""
   f32 = jnp.float32
   keys_to_end = terms.to_end[:, None] * k_ref[...].astype(f32)        # K~
   inverse = inverse_ref[...]
-  keys_start = _dot(k_ref[...].astype(f32), start, precision)         # K S0
+  keys_start = dot(k_ref[...], start)                                 # K S0
   residual = v_ref[:, cols].astype(f32) - terms.to_start[:, None] * keys_start
-  written = _dot(inverse, terms.beta[:, None] * residual, precision)  # U
-  d_written = (_dot(terms.scores, d_o, precision, transpose_a=True)
-               + _dot(keys_to_end, adjoint, precision))
-  d_r = _dot(inverse, d_written, precision, transpose_a=True)        # dR
+  written = dot(inverse, terms.beta[:, None] * residual)              # U
+  d_written = dot(terms.scores, d_o, transpose_a=True) + dot(keys_to_end, adjoint)
+  d_r = dot(inverse, d_written, transpose_a=True)                     # dR
   return keys_start, residual, written, d_r
 
 
 def _accumulate_slab(carry, k_ref, terms: _ChunkTerms, start, adjoint, d_o, keys_start,
-                     residual, written, d_r, precision):
+                     residual, written, d_r, dot):
   """The chunk backward's sums over value columns, one slab's share added to `carry`."""
   (d_scores, d_a, d_queries_to_start, d_keys, d_beta, d_cumulative, through_keys_to_end,
    start_dot_adjoint) = carry
   keys_to_end = terms.to_end[:, None] * k_ref[...].astype(jnp.float32)
-  d_keys_to_end = _dot(written, adjoint, precision, transpose_b=True)
-  return (d_scores + _dot(d_o, written, precision, transpose_b=True),
-          d_a - _dot(d_r, written, precision, transpose_b=True),
-          d_queries_to_start + _dot(d_o, start, precision, transpose_b=True),
+  d_keys_to_end = dot(written, adjoint, transpose_b=True)
+  return (d_scores + dot(d_o, written, transpose_b=True),
+          d_a - dot(d_r, written, transpose_b=True),
+          d_queries_to_start + dot(d_o, start, transpose_b=True),
           d_keys + terms.to_end[:, None] * d_keys_to_end
-          - (terms.beta * terms.to_start)[:, None] * _dot(d_r, start, precision,
-                                                          transpose_b=True),
+          - (terms.beta * terms.to_start)[:, None] * dot(d_r, start, transpose_b=True),
           d_beta + jnp.sum(d_r * residual, axis=1),
           d_cumulative - terms.beta * terms.to_start * jnp.sum(d_r * keys_start, axis=1),
           through_keys_to_end + jnp.sum(d_keys_to_end * keys_to_end, axis=1),
@@ -602,7 +616,7 @@ def _slab_sums(k_ref, num_slabs: int, slab):
 
 
 def _finish_chunk_backward(q_ref, k_ref, terms: _ChunkTerms, sums, dq_ref, dk_ref, dg_ref,
-                           dbeta_ref, *, scale, input_precision, precision):
+                           dbeta_ref, *, scale, input_precision, dot):
   """The tail of the chunk backward: from the slab sums to dq, dk, dg and dbeta, ordered so
   that each [C, C] array dies soon after it is made. Decays: P and A depend on G_t - G_i,
   Q~ on G_t, K~ on G_C - G_t, S1 on G_C."""
@@ -611,13 +625,13 @@ def _finish_chunk_backward(q_ref, k_ref, terms: _ChunkTerms, sums, dq_ref, dk_re
   chunk = k_ref.shape[0]
   cumulative, beta, to_start = terms.cumulative, terms.beta, terms.to_start
   keys, queries = k_ref[...], q_ref[...]
-  keys_f32, queries_f32 = keys.astype(jnp.float32), queries.astype(jnp.float32)
+  queries_f32 = queries.astype(jnp.float32)
   # Through P = scale causal * q k^T.
   d_qk = scale * _decays(cumulative, cumulative, "causal") * d_scores
   through_scores = d_scores * terms.scores
   d_cumulative += jnp.sum(through_scores, axis=1) - jnp.sum(through_scores, axis=0)
-  d_q = _dot(d_qk, keys_f32, precision) + (scale * to_start)[:, None] * d_queries_to_start
-  d_keys += _dot(d_qk, queries_f32, precision, transpose_a=True)
+  d_q = dot(d_qk, keys) + (scale * to_start)[:, None] * d_queries_to_start
+  d_keys += dot(d_qk, queries, transpose_a=True)
   d_cumulative += jnp.sum(d_queries_to_start * (scale * to_start)[:, None] * queries_f32,
                           axis=1)
   # Through A = beta strict * k k^T (d_a is used where A is).
@@ -627,8 +641,7 @@ def _finish_chunk_backward(q_ref, k_ref, terms: _ChunkTerms, sums, dq_ref, dk_re
   through_a = beta[:, None] * d_a * strict_products
   d_cumulative += jnp.sum(through_a, axis=1) - jnp.sum(through_a, axis=0)
   d_kk = beta[:, None] * strict * d_a
-  d_keys += (_dot(d_kk, keys_f32, precision)
-             + _dot(d_kk, keys_f32, precision, transpose_a=True))
+  d_keys += dot(d_kk, keys) + dot(d_kk, keys, transpose_a=True)
   d_cumulative -= through_keys_to_end
   d_last = jnp.exp(terms.g_last) * start_dot_adjoint + jnp.sum(through_keys_to_end)
   # g_i enters every G_t with t >= i, and G_C.
@@ -642,7 +655,8 @@ def _finish_chunk_backward(q_ref, k_ref, terms: _ChunkTerms, sums, dq_ref, dk_re
 
 def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
                            do_ref, adjoint_ref, dq_ref, dk_ref, dv_ref, dg_ref, dbeta_ref, *,
-                           scale: float, block_v: int, interpret: bool, f32_passes: int):
+                           scale: float, block_v: int, operands, interpret: bool,
+                           f32_passes: int):
   """Gradients w.r.t. q, k, v, g, beta of one chunk, given dO and the adjoint dS1 of its end
   state (S1 = exp(G_C) S0 + K~^T U).
 
@@ -652,11 +666,12 @@ def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, st
   inputs, and dg_i = sum_{t >= i} dG_t. Value columns are walked in slabs of block_v: every
   term is a sum over columns, so the [C, BV] intermediates stay small.
   q_ref, k_ref [C, K], v_ref, do_ref [C, V], g_ref, beta_ref [C] (inputs' dtype);
-  inverse_ref X [C, C], start_ref S0 and adjoint_ref dS1 [K, V] float32.
+  inverse_ref X [C, C], start_ref S0 and adjoint_ref dS1 [K, V] float32. Every product
+  but k k^T and q k^T takes its operands in `operands` (float32 or the inputs' dtype).
   """
   value_dim = v_ref.shape[-1]
   input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  precision = _precision(jnp.float32, interpret, f32_passes)
+  dot = _operand_dot(operands, interpret, f32_passes)
   # Registers are the limit: the column loop keeps only P and the accumulators live; X and
   # k are reloaded in each step (from cache), and what only the tail needs is computed
   # after the loop from fresh loads.
@@ -667,29 +682,29 @@ def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, st
     start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
     d_o = do_ref[:, cols].astype(jnp.float32)
     keys_start, residual, written, d_r = _written_and_its_gradient(
-        k_ref, v_ref, inverse_ref, terms, start, adjoint, d_o, cols, precision)
+        k_ref, v_ref, inverse_ref, terms, start, adjoint, d_o, cols, dot)
     dv_ref[:, cols] = (terms.beta[:, None] * d_r).astype(dv_ref.dtype)
     return _accumulate_slab(carry, k_ref, terms, start, adjoint, d_o, keys_start, residual,
-                            written, d_r, precision)
+                            written, d_r, dot)
 
   sums = _slab_sums(k_ref, value_dim // block_v, slab)
   _finish_chunk_backward(q_ref, k_ref, terms, sums, dq_ref, dk_ref, dg_ref, dbeta_ref,
-                         scale=scale, input_precision=input_precision, precision=precision)
+                         scale=scale, input_precision=input_precision, dot=dot)
 
 
 def _written_gradient_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
                              do_ref, adjoint_ref, dv_ref, written_ref, d_r_ref, *,
-                             scale: float, interpret: bool, f32_passes: int):
+                             scale: float, operands, interpret: bool, f32_passes: int):
   """`backward_form="split"`, first half, grid (V / BV, B*H, N): for one chunk and one slab
   of value columns, the written values U = X R and dR = X^T (P^T dO + K~ dS1) (stored
   float32 for the second half) and dv = diag(beta) dR. Refs as `_chunk_backward_kernel`'s,
   v_ref, do_ref, start_ref, adjoint_ref one slab wide; written_ref, d_r_ref [C, BV]."""
   input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  precision = _precision(jnp.float32, interpret, f32_passes)
+  dot = _operand_dot(operands, interpret, f32_passes)
   terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
   _, _, written, d_r = _written_and_its_gradient(
       k_ref, v_ref, inverse_ref, terms, start_ref[...], adjoint_ref[...],
-      do_ref[...].astype(jnp.float32), slice(None), precision)
+      do_ref[...].astype(jnp.float32), slice(None), dot)
   written_ref[...] = written
   d_r_ref[...] = d_r
   dv_ref[...] = (terms.beta[:, None] * d_r).astype(dv_ref.dtype)
@@ -697,8 +712,8 @@ def _written_gradient_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, 
 
 def _chunk_sums_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, start_ref, do_ref,
                                 adjoint_ref, written_ref, d_r_ref, dq_ref, dk_ref, dg_ref,
-                                dbeta_ref, *, scale: float, block_v: int, interpret: bool,
-                                f32_passes: int):
+                                dbeta_ref, *, scale: float, block_v: int, operands,
+                                interpret: bool, f32_passes: int):
   """`backward_form="split"`, second half, grid (B*H, N): `_chunk_backward_kernel`'s sums
   over value slabs and its tail, with U and dR read from the first half instead of
   computed, so the slab loop holds neither X nor P. Refs as `_chunk_backward_kernel`'s
@@ -706,21 +721,21 @@ def _chunk_sums_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, start_ref,
   value_dim = v_ref.shape[-1]
   f32 = jnp.float32
   input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  precision = _precision(f32, interpret, f32_passes)
+  dot = _operand_dot(operands, interpret, f32_passes)
   terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
 
   def slab(s, carry):
     cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
     start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
-    keys_start = _dot(k_ref[...].astype(f32), start, precision)         # K S0
+    keys_start = dot(k_ref[...], start)                                 # K S0
     residual = v_ref[:, cols].astype(f32) - terms.to_start[:, None] * keys_start
     return _accumulate_slab(carry, k_ref, terms, start, adjoint, do_ref[:, cols].astype(f32),
                             keys_start, residual, written_ref[:, cols], d_r_ref[:, cols],
-                            precision)
+                            dot)
 
   sums = _slab_sums(k_ref, value_dim // block_v, slab)
   _finish_chunk_backward(q_ref, k_ref, terms, sums, dq_ref, dk_ref, dg_ref, dbeta_ref,
-                         scale=scale, input_precision=input_precision, precision=precision)
+                         scale=scale, input_precision=input_precision, dot=dot)
 
 
 class _Shape(NamedTuple):
@@ -915,6 +930,8 @@ def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, c
       block_v=config.state_block_v, interpret=interpret,
       f32_passes=config.state_f32_dot_passes, num_stages=config.state_stages)
   like = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype)  # noqa: E731
+  operands = (_stored_dtype(jnp.result_type(q, k, v)) if config.backward_operands == "stored"
+              else jnp.dtype(f32))
   if config.backward_form == "split":
     slab = config.backward_block_v
     d_v, written, d_r = _call(
@@ -929,7 +946,7 @@ def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, c
          _per_chunk((c, slab), _slab_grid)],
         [like(v), jax.ShapeDtypeStruct((n, bh, c, vd), f32),
          jax.ShapeDtypeStruct((n, bh, c, vd), f32)],
-        config.output_warps, config, interpret, scale=scale,
+        config.output_warps, config, interpret, scale=scale, operands=operands,
     )(q, k, v, g, beta, inverse, start_states, d_o, adjoints)
     d_q, d_k, d_g, d_beta = _call(
         _chunk_sums_backward_kernel, (bh, n),
@@ -942,6 +959,7 @@ def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, c
          _time_major(shape, None, _chunk_grid), _time_major(shape, None, _chunk_grid)],
         [like(q), like(k), like(g), like(beta)],
         config.backward_warps, config, interpret, scale=scale, block_v=slab,
+        operands=operands,
     )(q, k, v, g, beta, start_states, d_o, adjoints, written, d_r)
     return d_q, d_k, d_v, d_g, d_beta, d_initial.reshape(d_final.shape)
   d_q, d_k, d_v, d_g, d_beta = _call(
@@ -956,7 +974,7 @@ def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, c
        _time_major(shape, None, _chunk_grid)],
       [like(q), like(k), like(v), like(g), like(beta)],
       config.backward_warps, config, interpret, scale=scale,
-      block_v=config.backward_block_v,
+      block_v=config.backward_block_v, operands=operands,
   )(q, k, v, g, beta, inverse, start_states, d_o, adjoints)
   return d_q, d_k, d_v, d_g, d_beta, d_initial.reshape(d_final.shape)
 

@@ -136,6 +136,13 @@ TRANSITIONS = dict(forward_form="transitions", values_operands="float32")
          tiling=dict(VALUES, backward_form="split", backward_block_v=16), dtype=jnp.bfloat16),
     dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32,
          tiling=dict(backward_form="split"), log_decay=-20.0),
+    # backward_operands="stored": the chunk backward's products on bf16 operands, fused
+    # (two slabs) and split.
+    dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
+         tiling=dict(backward_operands="stored", backward_block_v=16), dtype=jnp.bfloat16),
+    dict(shape=dict(seq_len=64, key_dim=16, value_dim=32), chunk=32,
+         tiling=dict(backward_operands="stored", backward_form="split", backward_block_v=16),
+         dtype=jnp.bfloat16),
 ])
 def test_kernels_match_the_chunked_twin(case):
   """Outputs, final state and every gradient (the backward kernels) against the XLA twin."""
@@ -280,6 +287,7 @@ def test_rejects_float64_and_configs_that_do_not_tile_v():
                         (dict(diagonal_inverse="solve"), "diagonal_inverse must be one of"),
                         (dict(forward_form="states"), "forward_form must be one of"),
                         (dict(values_operands="bf16"), "values_operands must be one of"),
+                        (dict(backward_operands="bf16"), "backward_operands must be one of"),
                         (dict(backward_form="two"), "backward_form must be one of"),
                         (dict(forward_form="values", diagonal_inverse="substitution"),
                          "forward_form='values' needs diagonal_inverse='chunk'")):
@@ -311,7 +319,8 @@ def test_compiled_kernels_match_the_twin(dtype):
       block_v=32, state_block_v=64, prepare_warps=8, output_warps=8, backward_block_v=32,
       backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**TRANSITIONS),
       sixteen_bit._replace(values_operands="float32"),
-      sixteen_bit._replace(backward_form="split")):
+      sixteen_bit._replace(backward_form="split"),
+      sixteen_bit._replace(backward_operands="stored")):
     kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
                                 chunk_size=64, config=config)
     (o, final), gradients = _values_and_gradients(kernels, inputs, 5)
