@@ -41,8 +41,9 @@ reverse recurrence: the gradient w.r.t. each chunk's end state), `_chunk_backwar
 over (value slab, chunk) forms the written values U and dR = X^T dU (and dv) and stores U
 and dR, and `_chunk_sums_backward_kernel` per chunk sums the slabs' terms without holding X
 and P beside its [C, C] sums (the fused kernel's registers spill on the H200).
-`KernelConfig.backward_operands="stored"` runs the chunk backward's products on operands in
-the inputs' 16-bit dtype, as fla's backward does.
+`KernelConfig.backward_operands="stored"` (the 16-bit default: 20-27% faster fwd+bwd on the
+H200) runs the chunk backward's products on operands in the inputs' 16-bit dtype, as fla's
+backward does.
 
 Matmuls of the inputs (q k^T, k k^T) take the input dtype with float32 accumulation, as the
 XLA twin does; every other matmul is float32: one TF32 pass on the GPU for 16-bit inputs
@@ -111,7 +112,7 @@ class KernelConfig(NamedTuple):
   backward_form: str = "fused"
   # The chunk backward's products (all but q k^T and k k^T, which take the inputs): "float32"
   # operands (TF32 passes as f32_dot_passes) or "stored", the inputs' dtype for 16-bit
-  # inputs (bf16 tensor cores, as fla's backward; sums stay float32).
+  # inputs (bf16 tensor cores, as fla's backward; sums stay float32; the 16-bit default).
   backward_operands: str = "float32"
 
 
@@ -133,7 +134,9 @@ def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
   operands: on the H200 (bf16, K = 64, V = 128, C = 64; B, T, H = 2, 8192, 16 / 4, 4096, 8
   / 16, 2048, 4; fastest of 7) fwd 0.83 / 0.48 / 0.51 ms and fwd+bwd 3.13 / 1.74 / 1.58 ms,
   against 1.06 / 0.71 / 0.60 and 3.36 / 1.92 / 1.83 ms for the transitions form in the
-  same run (WORKSPACE.md, issue 16, session 18). float32 inputs: TF32x3 (about float32) and forward substitution, the
+  same run; and the chunk backward on stored operands too: fwd+bwd 2.66 / 1.49 / 1.38 ms
+  against 3.30 / 1.86 / 1.89 on float32 operands, medians of 7 in one later run
+  (WORKSPACE.md, issue 16, session 18). float32 inputs: TF32x3 (about float32) and forward substitution, the
   tiling Triton 3.6 compiled with the fewest spills (not timed against the other)."""
   if jnp.dtype(dtype).itemsize < 4:
     return KernelConfig(block_v=min(value_dim, 64),
@@ -141,7 +144,8 @@ def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
                         prepare_block_v=min(value_dim, 64),
                         backward_block_v=min(value_dim, 32), f32_dot_passes=1,
                         diagonal_inverse="chunk", state_f32_dot_passes=1, state_stages=2,
-                        forward_form="values", values_operands="stored")
+                        forward_form="values", values_operands="stored",
+                        backward_operands="stored")
   return KernelConfig(block_v=min(value_dim, 64),
                       state_block_v=state_pallas.default_block_v(value_dim),
                       prepare_block_v=16, backward_block_v=min(value_dim, 32))

@@ -14,10 +14,23 @@ from pallas_kernels.attention import decode_xla
 from sdm_jax.ops import dispatch
 
 IMPLS = ("auto", "xla", "pallas", "pallas_gpu")
-# "auto" takes the kernel on a GPU only where it is faster than the XLA path. Timed on the
-# H200 (session 12; WORKSPACE.md, "Decode step"): 1.04-1.28x faster at B = 1, but 0.96x at
-# B = 8 and 128K, where XLA already reads the cache at 3.5 TB/s, so "auto" keeps XLA.
-AUTO_TAKES_KERNEL = False
+# "auto" takes the kernel on a GPU only where it is faster than the XLA path: caches of at
+# most this many slots over the batch (B x L). Timed on the H200 (d = 2048, 16 heads, bf16,
+# per step in a scan; WORKSPACE.md, "Decode step", session 18): kernel / XLA 0.069 / 0.076,
+# 0.120 / 0.137, 0.325 / 0.358 ms at B = 1 and 8K / 32K / 128K, 0.180 / 0.207 and 0.587 /
+# 0.659 at B = 8 and 8K / 32K, but 2.231 / 2.121 at B = 8 and 128K (B x L = 1M), where XLA
+# already reads the cache at about 4 TB/s.
+AUTO_KERNEL_MAX_CACHE_SLOTS = 262_144
+
+
+def auto_kernel_problem(q: jax.Array, k: jax.Array, v: jax.Array) -> str | None:
+  """Why "auto" on a GPU keeps the XLA path for these operands, or None (it takes the
+  kernel)."""
+  batch, cache_len = k.shape[:2]
+  if batch * cache_len > AUTO_KERNEL_MAX_CACHE_SLOTS:
+    return (f"B x L = {batch * cache_len} > {AUTO_KERNEL_MAX_CACHE_SLOTS} cache slots: the "
+            f"XLA path was as fast on the H200")
+  return decode_pallas.kernel_limits(head_dim=q.shape[-1], dtype=jnp.result_type(q, k, v))
 
 
 def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
@@ -31,20 +44,16 @@ def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions
       when 0 <= k_pos <= q_pos and, with a window, q_pos - k_pos < window.
     window: keys per query, or None for full causal attention.
     scale: defaults to D ** -0.5.
-    impl: "auto" (the XLA path: the kernel is not faster where the cache is large;
-      `AUTO_TAKES_KERNEL`), "xla", "pallas" / "pallas_gpu" (the kernel; interpret mode off
+    impl: "auto" (on a GPU the kernel for caches of at most
+      `AUTO_KERNEL_MAX_CACHE_SLOTS` slots over the batch, else the XLA path), "xla", "pallas" / "pallas_gpu" (the kernel; interpret mode off
       a GPU).
 
   Returns:
     [B, 1, H, D] in q.dtype (zeros for a query that sees no key); scores, softmax and sums
     in float32.
   """
-  def kernel_not_chosen():  # why "auto" on a GPU keeps the XLA path, or None
-    if not AUTO_TAKES_KERNEL:
-      return "not faster than the XLA path on the H200 at large caches"
-    return decode_pallas.kernel_limits(head_dim=q.shape[-1], dtype=jnp.result_type(q, k, v))
-
-  chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla", pallas_unsupported=kernel_not_chosen)
+  chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla",
+                                 pallas_unsupported=lambda: auto_kernel_problem(q, k, v))
   if chosen == "xla":
     return decode_xla.single_query_attention(q, k, v, q_positions, k_positions,
                                              window=window, scale=scale)

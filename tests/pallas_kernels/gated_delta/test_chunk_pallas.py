@@ -80,7 +80,8 @@ def test_doubling_inverts_a_unit_lower_triangular_chunk():
 
 VALUES = dict(forward_form="values", diagonal_inverse="chunk")
 # The forward form the 16-bit default had before "values" (still the float32 default).
-TRANSITIONS = dict(forward_form="transitions", values_operands="float32")
+TRANSITIONS = dict(forward_form="transitions", values_operands="float32",
+                   backward_operands="float32")
 
 
 @interpret_on_cpu
@@ -136,8 +137,8 @@ TRANSITIONS = dict(forward_form="transitions", values_operands="float32")
          tiling=dict(VALUES, backward_form="split", backward_block_v=16), dtype=jnp.bfloat16),
     dict(shape=dict(seq_len=40, key_dim=32, value_dim=16), chunk=32,
          tiling=dict(backward_form="split"), log_decay=-20.0),
-    # backward_operands="stored": the chunk backward's products on bf16 operands, fused
-    # (two slabs) and split.
+    # backward_operands="stored" (the 16-bit default): the chunk backward's products on bf16
+    # operands, fused (two slabs) and split.
     dict(shape=dict(seq_len=37, key_dim=16, value_dim=32), chunk=16,
          tiling=dict(backward_operands="stored", backward_block_v=16), dtype=jnp.bfloat16),
     dict(shape=dict(seq_len=64, key_dim=16, value_dim=32), chunk=32,
@@ -320,7 +321,7 @@ def test_compiled_kernels_match_the_twin(dtype):
       backward_warps=8, num_stages=2), sixteen_bit, sixteen_bit._replace(**TRANSITIONS),
       sixteen_bit._replace(values_operands="float32"),
       sixteen_bit._replace(backward_form="split"),
-      sixteen_bit._replace(backward_operands="stored")):
+      sixteen_bit._replace(backward_operands="float32")):
     kernels = functools.partial(chunk_pallas.gated_delta_rule, scale=64**-0.5,
                                 chunk_size=64, config=config)
     (o, final), gradients = _values_and_gradients(kernels, inputs, 5)
