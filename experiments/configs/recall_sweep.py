@@ -144,6 +144,13 @@ PRESETS = {
     # 2 x (6000 x 38 ms + 25 s) = 506 s.
     "mqar512_overlap": _mqar512(mixers="M", sdm_extra_points=((262144, 128, 128),),
                                 peak_lrs=(3e-3,), seeds=(0, 1)),
+    # The failed runs' write addressing collapsed (113-335 distinct slots per sequence
+    # against 700+ for the runs that trained; WORKSPACE.md, session 18): N = 2^18 at 3e-3
+    # with the addressing balance in the loss at weight 0.01 (`sdm_balance_weight`), seeds
+    # 0-2 (seeds 1 and 2 failed without it). Per seed 6000 x ~13.5 ms + 25 s = 106 s; 318 s.
+    # N = 2^14 (failed at 3e-3): --config.sdm_slots=16384 (~7 ms per step).
+    "mqar512_balance": _mqar512(mixers="M", sdm_slots=(262144,), peak_lrs=(3e-3,),
+                                seeds=(0, 1, 2), sdm_balance_weight=0.01),
     # ... and of G K = 32, 64 at theirs, 1e-3 (2.8-3.3 ms): per seed 2 x (6000 x 3 ms + 25 s)
     # = 86 s; 172 s.
     "mqar512_seeds_gdn": _mqar512(mixers="G", gdn_head_dims=(32, 64), peak_lrs=(1e-3,),

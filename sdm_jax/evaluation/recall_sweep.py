@@ -63,6 +63,9 @@ SETTING_DEFAULTS = {
     "sdm_extra_points": (),
     # Each M point once per value (TrainConfig.m0_lr_multiplier).
     "m0_lr_multipliers": (1.0,),
+    # Every M point's LMConfig.sdm_balance_weight (the addressing balance in the loss; its
+    # name gets "_bal<weight>" when not 0).
+    "sdm_balance_weight": 0.0,
     # Every point once per training seed (TrainConfig.seed: initialisation and batches);
     # held-out examples come from EVAL_SEED whatever the training seed.
     "seeds": (0,),
@@ -166,7 +169,10 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
     for multiplier in multipliers:
       name = f"M_N{slots}" + (f"_W{writes}" if writes != settings["sdm_writes"] else "")
       name += f"_m0lr{multiplier:g}" if multiplier != 1.0 else ""
-      fields = dict(sdm_heads=1, sdm_slots=slots, sdm_writes=writes, sdm_reads=reads)
+      balance = settings["sdm_balance_weight"]
+      name += f"_bal{balance:g}" if balance else ""
+      fields = dict(sdm_heads=1, sdm_slots=slots, sdm_writes=writes, sdm_reads=reads,
+                    sdm_balance_weight=balance)
       same = [p for p in points if p["mixer"] == "M" and p["m0_lr_multiplier"] == multiplier
               and p["model"] == model_of(name, "M", **fields)]
       if same:  # the twin is an N point already
@@ -259,11 +265,18 @@ def train_config_of(settings: dict[str, Any], point: dict[str, Any]) -> TrainCon
                      m0_lr_multiplier=point["m0_lr_multiplier"], seed=point["seed"])
 
 
+# LMConfig fields added after runs were recorded, and their defaults: at the default they
+# are left out of the digest, so the runs recorded before keep their keys (and are skipped).
+_FIELDS_ADDED_LATER = {"sdm_balance_weight": 0.0}
+
+
 def run_key(point: dict[str, Any], task: dict[str, Any], train_config: TrainConfig,
             rule: PlateauRule | None, settings: dict[str, Any]) -> str:
   """"<name>-<digest>": the digest covers everything that shapes the run's results (task,
   model, training, stop rule, what is scored), so equal keys mean the same run."""
-  spec = {"task": task, "model": point["model"].to_dict(),
+  model = {name: value for name, value in point["model"].to_dict().items()
+           if _FIELDS_ADDED_LATER.get(name, object()) != value}
+  spec = {"task": task, "model": model,
           "train": dataclasses.asdict(train_config),
           "stop_rule": None if rule is None else dataclasses.asdict(rule),
           "scoring": {key: settings[key] for key in ("eval_examples", "eval_seq_lens",
@@ -336,7 +349,7 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
       # head dim it matches; the slots the trained model writes on the held-out examples,
       # all together and per sequence, and the M0 rows training moved (= the slots
       # addressed at least once in training; `slot_usage`).
-      "sdm_slots": None, "sdm_writes": None, "sdm_reads": None,
+      "sdm_slots": None, "sdm_writes": None, "sdm_reads": None, "sdm_balance_weight": None,
       "isoflop_gdn_head_dim": None, "slots_written_fraction": None,
       "slots_written_per_sequence_fraction": None, "m0_rows_trained_fraction": None,
       **scored,
@@ -349,6 +362,7 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
     record.update({
         "sdm_slots": model_config.sdm_slots, "sdm_writes": model_config.sdm_writes,
         "sdm_reads": model_config.sdm_reads,
+        "sdm_balance_weight": model_config.sdm_balance_weight,
         "isoflop_gdn_head_dim": point["isoflop_gdn_head_dim"],
         "slots_written_fraction": usage["written_fraction"],
         "slots_written_per_sequence_fraction": usage["written_per_sequence_fraction"],

@@ -34,9 +34,12 @@ from sdm_jax.layers.decode_rows import pad_rows
 from sdm_jax.layers.gates import DeltaGates
 from sdm_jax.layers.recurrent_mixer import RecurrentMixer
 from sdm_jax.ops.product_key import product_key_topk
+from sdm_jax.ops.slot_balance import product_key_balance
 from sdm_jax.ops.sparse_delta import sparse_delta_rule, sparse_delta_step
 
 INITIAL_MEMORY_NAME = "M0"
+# The collection and name under which the parallel pass sows the addressing balance.
+BALANCE_COLLECTION, BALANCE_NAME = "losses", "addressing_balance"
 
 # How `sparse_delta_rule`'s arguments and results split over a mesh (`sharding.over_mesh`):
 # tokens by sequence, values, readings and tables also by value column.
@@ -107,6 +110,8 @@ class SparseDeltaMemory(RecurrentMixer):
       train with; the op widens rows and accumulates in float32, and keeps the table's
       gradient in the same dtype between chunks), float32 otherwise. M0 stays a
       `param_dtype` parameter.
+    balance_loss: the parallel pass sows the mean `product_key_balance` of its write and
+      read selections as `BALANCE_COLLECTION` / `BALANCE_NAME` (a training loss term).
   """
 
   model_dim: int
@@ -120,6 +125,7 @@ class SparseDeltaMemory(RecurrentMixer):
   impl: str = "auto"
   topk_impl: str = "auto"
   memory_dtype: Any = None
+  balance_loss: bool = False
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -150,8 +156,9 @@ class SparseDeltaMemory(RecurrentMixer):
     else:
       self.initial_memory = jnp.zeros(shape, self.param_dtype)
 
-  def _inputs(self, x: jax.Array):
-    """x [B, T, d] -> the op's token inputs (write ids/weights, v, beta, g, read ids/weights)."""
+  def _inputs(self, x: jax.Array, sow_balance: bool = False):
+    """x [B, T, d] -> the op's token inputs (write ids/weights, v, beta, g, read ids/weights);
+    with `sow_balance`, also sows the selections' balance (`balance_loss`)."""
     chex.assert_rank(x, 3)
     chex.assert_axis_dimension(x, 2, self.model_dim)
     batch, length, _ = x.shape
@@ -164,6 +171,10 @@ class SparseDeltaMemory(RecurrentMixer):
     else:
       write_idx, write_w = addressing(write_scores, self.num_writes, self.topk_impl)
       read_idx, read_w = addressing(read_scores, self.num_reads, self.topk_impl)
+    if sow_balance:
+      self.sow(BALANCE_COLLECTION, BALANCE_NAME,
+               (product_key_balance(write_scores, write_idx)
+                + product_key_balance(read_scores, read_idx)) / 2)
     g, beta = self.gates(x)
     return write_idx, write_w, heads(self.value_proj(x)), beta, g, read_idx, read_w
 
@@ -179,7 +190,8 @@ class SparseDeltaMemory(RecurrentMixer):
 
   def _run(self, x: jax.Array):
     """The parallel pass; the cache holds the final table."""
-    inputs = self._inputs(x)
+    # Not while initialising: the variables would carry the sown value as a collection.
+    inputs = self._inputs(x, sow_balance=self.balance_loss and not self.is_initializing())
     memory = self.initial_memory.astype(self.table_dtype)  # [H, N, Dv], broadcast over B
     op = functools.partial(sparse_delta_rule, chunk_size=self.chunk_size, error=self.error,
                            impl=self.impl)

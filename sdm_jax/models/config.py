@@ -47,6 +47,8 @@ class LMConfig:
       "xla", "pallas", "pallas_gpu", "pallas_tpu").
     sdm_memory_dtype: storage of `M` tables: "float32", "bfloat16", or None (bfloat16 on
       GPU with bfloat16 activations, float32 otherwise; see `SparseDeltaMemory`).
+    sdm_balance_weight: weight of the `M` layers' addressing balance in the training loss
+      (`sdm_jax.ops.slot_balance`, averaged over layers; `lm.logits_and_penalty`); 0: off.
   """
 
   vocab_size: int = 259
@@ -81,6 +83,7 @@ class LMConfig:
   sdm_impl: str = "auto"
   sdm_topk_impl: str = "auto"
   sdm_memory_dtype: str | None = None
+  sdm_balance_weight: float = 0.0
 
   def __post_init__(self):
     # Imported here: the mixer registry imports layer modules that may need the config.
@@ -137,6 +140,9 @@ class LMConfig:
 
     if "M" in self.pattern:
       self._check_sdm()
+    elif self.sdm_balance_weight:
+      raise ValueError(f"LMConfig.sdm_balance_weight ({self.sdm_balance_weight}) weighs the "
+                       f"`M` layers' addressing; pattern {self.pattern!r} has none")
 
   def _check_sdm(self):
     # Imported here for the same reason as the mixer registry above.
@@ -161,6 +167,9 @@ class LMConfig:
       if not 1 <= getattr(self, name) <= self.sdm_slots:
         raise ValueError(f"LMConfig.{name} must be in [1, sdm_slots] = [1, {self.sdm_slots}], "
                          f"got {getattr(self, name)}")
+    if not self.sdm_balance_weight >= 0:
+      raise ValueError(f"LMConfig.sdm_balance_weight must be >= 0, got "
+                       f"{self.sdm_balance_weight}")
     if self.sdm_error not in ERROR_FORMS:
       raise ValueError(f"LMConfig.sdm_error must be one of {ERROR_FORMS}, got {self.sdm_error!r}")
     if self.sdm_impl not in IMPLS:

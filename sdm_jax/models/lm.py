@@ -18,6 +18,7 @@ from sdm_jax import sharding
 from sdm_jax.layers.decode_rows import pad_rows
 from sdm_jax.layers.mlp import MLP
 from sdm_jax.layers.norms import RMSNorm
+from sdm_jax.layers.sparse_delta_memory import BALANCE_COLLECTION
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.mixers import MIXERS
 
@@ -147,3 +148,20 @@ def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
   """Per-token negative log-likelihood in nats: logits [..., V], targets [...] -> [...]."""
   log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
   return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+
+
+def logits_and_penalty(model: "LM", variables, inputs: jax.Array
+                       ) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
+  """(logits, penalty, metrics) of `model.apply(variables, inputs)` for a training loss.
+
+  With `LMConfig.sdm_balance_weight` > 0 the penalty is that weight times the `M` layers'
+  addressing balance averaged over layers (`sdm_jax.ops.slot_balance`; 1 when balanced),
+  and metrics carry the balance as "addressing_balance"; otherwise 0 and {}.
+  """
+  weight = model.config.sdm_balance_weight
+  if not weight:
+    return model.apply(variables, inputs), jnp.zeros((), jnp.float32), {}
+  logits, sown = model.apply(variables, inputs, mutable=[BALANCE_COLLECTION])
+  balance = jnp.mean(jnp.stack(jax.tree.leaves(sown[BALANCE_COLLECTION])))
+  return logits, weight * balance, {"addressing_balance": balance}
+

@@ -13,17 +13,18 @@ from sdm_jax.data.batches import eval_batches
 from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
 from sdm_jax.metrics import evaluate_validation
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM, cross_entropy
+from sdm_jax.models.lm import LM, cross_entropy, logits_and_penalty
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.loop import fit, stream_batches
 from sdm_jax.training.workdir import prepare_workdir, read_workdir_config, restore_params
 
 
 def lm_loss_fn(model: LM) -> Callable[[Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]:
-  """Mean next-token cross-entropy: tokens [B, T + 1] -> (loss, {})."""
+  """Mean next-token cross-entropy (plus `logits_and_penalty`'s penalty, 0 unless the model
+  weighs its addressing balance): tokens [B, T + 1] -> (loss, metrics)."""
   def loss_fn(params, tokens: jax.Array):
-    logits = model.apply(params, tokens[:, :-1])
-    return jnp.mean(cross_entropy(logits, tokens[:, 1:])), {}
+    logits, penalty, metrics = logits_and_penalty(model, params, tokens[:, :-1])
+    return jnp.mean(cross_entropy(logits, tokens[:, 1:])) + penalty, metrics
   return loss_fn
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from sdm_jax import sharding
 from sdm_jax.data.recall_tasks import IGNORE_LABEL, check_task, make_examples
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM, cross_entropy
+from sdm_jax.models.lm import LM, cross_entropy, logits_and_penalty
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.loop import fit
 
@@ -44,12 +44,15 @@ def recall_batch(task: dict[str, Any], *, step: int, batch_size: int, seed: int)
 
 
 def recall_loss_fn(model: LM):
-  """(params, batch [B, 2, T]) -> (mean cross-entropy over labelled positions, {})."""
+  """(params, batch [B, 2, T]) -> (mean cross-entropy over labelled positions, plus
+  `logits_and_penalty`'s penalty (0 unless the model weighs its addressing balance);
+  metrics)."""
   def loss_fn(params, batch: jax.Array):
     inputs, targets = batch[:, 0], batch[:, 1]
     mask = targets != IGNORE_LABEL
-    nll = cross_entropy(model.apply(params, inputs), jnp.where(mask, targets, 0))
-    return jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1), {}
+    logits, penalty, metrics = logits_and_penalty(model, params, inputs)
+    nll = cross_entropy(logits, jnp.where(mask, targets, 0))
+    return jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1) + penalty, metrics
   return loss_fn
 
 

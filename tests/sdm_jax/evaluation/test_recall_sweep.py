@@ -177,6 +177,7 @@ def test_run_keys_change_with_what_shapes_a_run():
   # The knob lists of other mixers do not shape this run.
   assert key == key_of(windows=[16], gdn_head_dims=[8])
   others = [key_of(steps=3), key_of(seq_len=24), key_of(sdm_writes=2, sdm_reads=2),
+            key_of(sdm_balance_weight=0.01),
             key_of(plateau_window=2), key_of(eval_examples=4), key_of(peak_lrs=(1e-3,)),
             key_of(plateau_window=2, plateau_pause_fraction=0.9)]
   assert len({key, *others}) == 1 + len(others)
@@ -302,3 +303,11 @@ def test_extra_sdm_points_carry_their_own_widths_and_names():
   assert points["M_N64"].sdm_writes == settings["sdm_writes"]
   with pytest.raises(ValueError, match="\\(N, W, R\\) triples"):
     recall_sweep.sweep_points(dict(settings, sdm_extra_points=[(256, 8)]))
+
+
+def test_a_balance_weight_names_the_sdm_points_it_applies_to():
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=["G", "M"], sdm_balance_weight=0.01)
+  points = {p["name"]: p["model"] for p in recall_sweep.sweep_points(settings)}
+  assert points["M_N64_bal0.01"].sdm_balance_weight == 0.01
+  assert points["G_K16"].sdm_balance_weight == 0.0
+

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,7 +13,7 @@ import pytest
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.describe import decode_state_bytes, describe, parameter_counts
 from sdm_jax.models.generate import generate
-from sdm_jax.models.lm import LM
+from sdm_jax.models.lm import LM, logits_and_penalty
 
 TINY = dict(vocab_size=50, d_model=32, num_heads=2, max_seq_len=64)
 
@@ -114,6 +117,8 @@ def test_bf16_compute_keeps_float32_params_and_logits():
     (dict(pattern="M", sdm_topk_impl="reference"), "sdm_topk_impl"),
     (dict(pattern="M", sdm_heads=3), "sdm_heads"),
     (dict(pattern="S", attention_decode_impl="cudnn"), "attention_decode_impl"),
+    (dict(pattern="M", sdm_balance_weight=-0.1), "sdm_balance_weight must be >= 0"),
+    (dict(pattern="SA", sdm_balance_weight=0.1), "pattern 'SA' has none"),
 ])
 def test_invalid_configs_name_the_field(fields, message):
   values = {**TINY, "num_layers": 2, **fields}
@@ -149,3 +154,24 @@ def test_sdm_initial_table_is_counted_apart_and_its_state_is_constant():
   no_m0 = parameter_counts(LMConfig(**TINY, pattern="SM", num_layers=2, window=8,
                                     sdm_heads=2, sdm_learn_m0=False, **SMALL_SDM))
   assert no_m0["memory_m0"] == 0 and no_m0["non_memory"] == counts["non_memory"]
+
+
+def test_the_addressing_balance_is_a_weighted_penalty_beside_unchanged_logits():
+  config = LMConfig(vocab_size=32, d_model=32, num_layers=2, pattern="MM", num_heads=2,
+                    max_seq_len=32, sdm_slots=64, sdm_writes=4, sdm_reads=4,
+                    sdm_balance_weight=0.1)
+  model = LM(config)
+  tokens = jnp.asarray(np.random.default_rng(0).integers(0, 32, (2, 32)), jnp.int32)
+  variables = jax.jit(model.init)(jax.random.PRNGKey(0), tokens)
+  assert set(variables) == {"params"}  # nothing sown while initialising
+  logits, penalty, metrics = jax.jit(functools.partial(logits_and_penalty, model))(
+      variables, tokens)
+  np.testing.assert_allclose(logits, jax.jit(model.apply)(variables, tokens), rtol=1e-6)
+  # The mean of the two layers' balances: near 1 for the untrained addressing.
+  assert 0.9 < float(metrics["addressing_balance"]) < 2.0
+  np.testing.assert_allclose(float(penalty), 0.1 * float(metrics["addressing_balance"]),
+                             rtol=1e-6)
+  off = LM(dataclasses.replace(config, sdm_balance_weight=0.0))
+  _, penalty, metrics = logits_and_penalty(off, variables, tokens)
+  assert float(penalty) == 0.0 and metrics == {}
+

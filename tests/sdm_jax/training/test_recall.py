@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +42,20 @@ def test_loss_averages_cross_entropy_over_labelled_positions_only():
   nll = np.asarray(cross_entropy(jax.jit(model.apply)(params, jnp.asarray(inputs)),
                                  jnp.asarray(np.where(mask, targets, 0))))
   np.testing.assert_allclose(float(loss), nll[mask].mean(), rtol=1e-5)
+
+
+def test_the_loss_adds_the_weighted_addressing_balance_and_reports_it():
+  model = LM(LMConfig(vocab_size=32, d_model=16, num_layers=1, pattern="M", num_heads=2,
+                      max_seq_len=64, sdm_slots=64, sdm_writes=4, sdm_reads=4,
+                      sdm_balance_weight=0.5))
+  params = jax.jit(model.init)(jax.random.PRNGKey(0), jnp.zeros((1, 32), jnp.int32))
+  batch = jnp.asarray(recall.recall_batch(TASK, step=0, batch_size=3, seed=0))
+  loss, metrics = jax.jit(recall.recall_loss_fn(model))(params, batch)
+  plain = LM(dataclasses.replace(model.config, sdm_balance_weight=0.0))
+  plain_loss, plain_metrics = jax.jit(recall.recall_loss_fn(plain))(params, batch)
+  assert plain_metrics == {}
+  np.testing.assert_allclose(float(loss), float(plain_loss)
+                             + 0.5 * float(metrics["addressing_balance"]), rtol=1e-5)
 
 
 def test_accuracy_counts_argmax_hits_at_labelled_positions():
