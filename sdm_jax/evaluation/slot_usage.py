@@ -39,9 +39,12 @@ def _layer_name(block_name: str) -> str:
   return f"layer_{block_name.split('_')[1]}_M"
 
 
-def _is_write_projection(module: nn.Module, method_name: str) -> bool:
-  return (method_name == "__call__" and module.name == _KEY_PROJECTION
-          and isinstance(module.parent, SparseDeltaMemory))
+def _captures(*projections: str):
+  """A `capture_intermediates` filter: the outputs of the `M` layers' `projections`."""
+  def is_captured(module: nn.Module, method_name: str) -> bool:
+    return (method_name == "__call__" and module.name in projections
+            and isinstance(module.parent, SparseDeltaMemory))
+  return is_captured
 
 
 def _slot_ids(block, projection: str, count: int, config) -> jax.Array:
@@ -60,7 +63,7 @@ def _marked_slots(model: LM):
   config = model.config
 
   def marks(params, tokens):
-    _, captured = model.apply(params, tokens, capture_intermediates=_is_write_projection,
+    _, captured = model.apply(params, tokens, capture_intermediates=_captures(_KEY_PROJECTION),
                               mutable=["intermediates"])
     result = {}
     for block_name, block in captured.get("intermediates", {}).items():
@@ -118,11 +121,6 @@ def trained_m0_rows(initial_params: Any, params: Any) -> dict[str, float]:
   return result
 
 
-def _is_address_projection(module: nn.Module, method_name: str) -> bool:
-  return (method_name == "__call__" and module.name in (_KEY_PROJECTION, _QUERY_PROJECTION)
-          and isinstance(module.parent, SparseDeltaMemory))
-
-
 def _overlaps(model: LM):
   """jitted (params, tokens [B, T], read_positions, write_positions [B, P]) -> {layer:
   |J ∩ I| [B, P, H]} for the read slots J at the read positions and the written slots I
@@ -130,8 +128,9 @@ def _overlaps(model: LM):
   config = model.config
 
   def overlaps(params, tokens, read_positions, write_positions):
-    _, captured = model.apply(params, tokens, capture_intermediates=_is_address_projection,
-                              mutable=["intermediates"])
+    _, captured = model.apply(
+        params, tokens, capture_intermediates=_captures(_KEY_PROJECTION, _QUERY_PROJECTION),
+        mutable=["intermediates"])
     result = {}
     for block_name, block in captured.get("intermediates", {}).items():
       take = lambda x, at: jnp.take_along_axis(x, at[:, :, None, None], axis=1)  # noqa: E731
