@@ -136,8 +136,9 @@ def default_config(value_dim: int, dtype=jnp.float32) -> KernelConfig:
   against 1.06 / 0.71 / 0.60 and 3.36 / 1.92 / 1.83 ms for the transitions form in the
   same run; and the chunk backward on stored operands too: fwd+bwd 2.66 / 1.49 / 1.38 ms
   against 3.30 / 1.86 / 1.89 on float32 operands, medians of 7 in one later run
-  (WORKSPACE.md, issue 16, session 18). float32 inputs: TF32x3 (about float32) and forward substitution, the
-  tiling Triton 3.6 compiled with the fewest spills (not timed against the other)."""
+  (WORKSPACE.md, issue 16, session 18). float32 inputs: TF32x3 (about float32) and forward
+  substitution, the tiling Triton 3.6 compiled with the fewest spills (not timed against
+  the other)."""
   if jnp.dtype(dtype).itemsize < 4:
     return KernelConfig(block_v=min(value_dim, 64),
                         state_block_v=state_pallas.default_block_v(value_dim),
@@ -495,7 +496,7 @@ def _values_state_kernel(g_ref, w_ref, keys_to_end_ref, u_ref, initial_ref, star
   products take their operands in `operands` (float32 or the stored dtype).
   """
   f32 = jnp.float32
-  precision = _precision(operands, interpret, f32_passes)
+  dot = _operand_dot(operands, interpret, f32_passes)
   bh = pl.program_id(0)  # outside the loop: interpret mode cannot read it inside one
   cols = pl.ds(pl.multiple_of(pl.program_id(1) * block_v, block_v), block_v)
   sequence, head = bh // heads, bh % heads
@@ -504,12 +505,10 @@ def _values_state_kernel(g_ref, w_ref, keys_to_end_ref, u_ref, initial_ref, star
     start_ref[n, bh, :, cols] = state
     tokens = pl.ds(pl.multiple_of(n * chunk, chunk), chunk)
     g_last = jnp.sum(g_ref[sequence, tokens, head].astype(f32))
-    written = (u_ref[n, bh, :, cols].astype(f32)
-               - _dot(w_ref[n, bh, :, :].astype(operands), state.astype(operands), precision))
+    written = u_ref[n, bh, :, cols].astype(f32) - dot(w_ref[n, bh, :, :], state)
     written_ref[n, bh, :, cols] = written.astype(written_ref.dtype)
-    return (jnp.exp(g_last) * state
-            + _dot(keys_to_end_ref[n, bh, :, :].astype(operands), written.astype(operands),
-                   precision, transpose_a=True))
+    return jnp.exp(g_last) * state + dot(keys_to_end_ref[n, bh, :, :], written,
+                                         transpose_a=True)
 
   final_ref[bh, :, cols] = lax.fori_loop(0, num_chunks, step, initial_ref[bh, :, cols])
 
@@ -525,13 +524,12 @@ def _output_values_kernel(q_ref, k_ref, g_ref, written_ref, start_ref, o_ref, *,
   """
   f32 = jnp.float32
   input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  precision = _precision(operands, interpret, f32_passes)
+  dot = _operand_dot(operands, interpret, f32_passes)
   queries = q_ref[...]
   cumulative = jnp.cumsum(g_ref[...].astype(f32))
   scores = _causal_scores(queries, k_ref[...], cumulative, scale, input_precision)
   queries_to_start = (scale * jnp.exp(cumulative))[:, None] * queries.astype(f32)
-  o = (_dot(scores.astype(operands), written_ref[...].astype(operands), precision)
-       + _dot(queries_to_start.astype(operands), start_ref[...].astype(operands), precision))
+  o = dot(scores, written_ref[...]) + dot(queries_to_start, start_ref[...])
   o_ref[...] = o.astype(o_ref.dtype)
 
 
@@ -575,6 +573,12 @@ def _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision) -> _Chun
                      jnp.exp(g_last - cumulative), scores)
 
 
+def _keys_start_and_residual(k_ref, v_ref, terms: _ChunkTerms, start, cols, dot):
+  """For one slab: K S0 and the residual R' = V - diag(exp G) K S0 (R = diag(beta) R')."""
+  keys_start = dot(k_ref[...], start)
+  return keys_start, v_ref[:, cols].astype(jnp.float32) - terms.to_start[:, None] * keys_start
+
+
 def _written_and_its_gradient(k_ref, v_ref, inverse_ref, terms: _ChunkTerms, start, adjoint,
                               d_o, cols, dot):
   """For one slab: K S0, the residual R' = V - diag(exp G) K S0 (R = diag(beta) R'), the
@@ -582,8 +586,7 @@ def _written_and_its_gradient(k_ref, v_ref, inverse_ref, terms: _ChunkTerms, sta
   f32 = jnp.float32
   keys_to_end = terms.to_end[:, None] * k_ref[...].astype(f32)        # K~
   inverse = inverse_ref[...]
-  keys_start = dot(k_ref[...], start)                                 # K S0
-  residual = v_ref[:, cols].astype(f32) - terms.to_start[:, None] * keys_start
+  keys_start, residual = _keys_start_and_residual(k_ref, v_ref, terms, start, cols, dot)
   written = dot(inverse, terms.beta[:, None] * residual)              # U
   d_written = dot(terms.scores, d_o, transpose_a=True) + dot(keys_to_end, adjoint)
   d_r = dot(inverse, d_written, transpose_a=True)                     # dR
@@ -657,6 +660,14 @@ def _finish_chunk_backward(q_ref, k_ref, terms: _ChunkTerms, sums, dq_ref, dk_re
   dbeta_ref[...] = d_beta.astype(dbeta_ref.dtype)
 
 
+def _backward_setup(q_ref, k_ref, g_ref, beta_ref, scale, operands, interpret, f32_passes):
+  """What every chunk-backward kernel starts from: the precision of the inputs' products,
+  the `_operand_dot` of the others, and the chunk's `_ChunkTerms`."""
+  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
+  terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
+  return input_precision, _operand_dot(operands, interpret, f32_passes), terms
+
+
 def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, start_ref,
                            do_ref, adjoint_ref, dq_ref, dk_ref, dv_ref, dg_ref, dbeta_ref, *,
                            scale: float, block_v: int, operands, interpret: bool,
@@ -674,12 +685,11 @@ def _chunk_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, st
   but k k^T and q k^T takes its operands in `operands` (float32 or the inputs' dtype).
   """
   value_dim = v_ref.shape[-1]
-  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  dot = _operand_dot(operands, interpret, f32_passes)
   # Registers are the limit: the column loop keeps only P and the accumulators live; X and
   # k are reloaded in each step (from cache), and what only the tail needs is computed
   # after the loop from fresh loads.
-  terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
+  input_precision, dot, terms = _backward_setup(q_ref, k_ref, g_ref, beta_ref, scale,
+                                                operands, interpret, f32_passes)
 
   def slab(s, carry):
     cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
@@ -703,9 +713,8 @@ def _written_gradient_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, inverse_ref, 
   of value columns, the written values U = X R and dR = X^T (P^T dO + K~ dS1) (stored
   float32 for the second half) and dv = diag(beta) dR. Refs as `_chunk_backward_kernel`'s,
   v_ref, do_ref, start_ref, adjoint_ref one slab wide; written_ref, d_r_ref [C, BV]."""
-  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  dot = _operand_dot(operands, interpret, f32_passes)
-  terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
+  _, dot, terms = _backward_setup(q_ref, k_ref, g_ref, beta_ref, scale, operands, interpret,
+                                  f32_passes)
   _, _, written, d_r = _written_and_its_gradient(
       k_ref, v_ref, inverse_ref, terms, start_ref[...], adjoint_ref[...],
       do_ref[...].astype(jnp.float32), slice(None), dot)
@@ -724,15 +733,13 @@ def _chunk_sums_backward_kernel(q_ref, k_ref, v_ref, g_ref, beta_ref, start_ref,
   (no X, no dv), plus written_ref, d_r_ref [C, V] float32."""
   value_dim = v_ref.shape[-1]
   f32 = jnp.float32
-  input_precision = _precision(k_ref.dtype, interpret, f32_passes)
-  dot = _operand_dot(operands, interpret, f32_passes)
-  terms = _chunk_terms(q_ref, k_ref, g_ref, beta_ref, scale, input_precision)
+  input_precision, dot, terms = _backward_setup(q_ref, k_ref, g_ref, beta_ref, scale,
+                                                operands, interpret, f32_passes)
 
   def slab(s, carry):
     cols = pl.ds(pl.multiple_of(s * block_v, block_v), block_v)
     start, adjoint = start_ref[:, cols], adjoint_ref[:, cols]
-    keys_start = dot(k_ref[...], start)                                 # K S0
-    residual = v_ref[:, cols].astype(f32) - terms.to_start[:, None] * keys_start
+    keys_start, residual = _keys_start_and_residual(k_ref, v_ref, terms, start, cols, dot)
     return _accumulate_slab(carry, k_ref, terms, start, adjoint, do_ref[:, cols].astype(f32),
                             keys_start, residual, written_ref[:, cols], d_r_ref[:, cols],
                             dot)
@@ -861,6 +868,12 @@ def _stored_dtype(dtype):
   return jnp.dtype(dtype) if jnp.dtype(dtype).itemsize < 4 else jnp.dtype(jnp.float32)
 
 
+def _operand_dtype(choice: str, inputs_dtype):
+  """The dtype of a kernel's matmul operands for `values_operands` / `backward_operands`
+  = `choice`: "stored" (`_stored_dtype` of the inputs) or "float32"."""
+  return _stored_dtype(inputs_dtype) if choice == "stored" else jnp.dtype(jnp.float32)
+
+
 def _forward_by_values(q, k, v, g, beta, initial_state, *, scale, chunk_size, config,
                        interpret, with_transition: bool):
   """`_forward` for `forward_form="values"`: preparation (X, w, u), the state pass storing
@@ -870,7 +883,7 @@ def _forward_by_values(q, k, v, g, beta, initial_state, *, scale, chunk_size, co
                       shape.value_dim)
   f32 = jnp.float32
   stored = _stored_dtype(jnp.result_type(q, k, v))
-  operands = stored if config.values_operands == "stored" else jnp.dtype(f32)
+  operands = _operand_dtype(config.values_operands, stored)
   out_specs = [_per_chunk((c, kd), _chunk_grid), _per_chunk((c, kd), _chunk_grid),
                _per_chunk((c, vd), _chunk_grid), _per_chunk((c, c), _chunk_grid)]
   out_shapes = [jax.ShapeDtypeStruct((n, bh, c, kd), stored),
@@ -934,8 +947,7 @@ def _backward(q, k, v, g, beta, residuals, d_o, d_final, *, scale, chunk_size, c
       block_v=config.state_block_v, interpret=interpret,
       f32_passes=config.state_f32_dot_passes, num_stages=config.state_stages)
   like = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype)  # noqa: E731
-  operands = (_stored_dtype(jnp.result_type(q, k, v)) if config.backward_operands == "stored"
-              else jnp.dtype(f32))
+  operands = _operand_dtype(config.backward_operands, jnp.result_type(q, k, v))
   if config.backward_form == "split":
     slab = config.backward_block_v
     d_v, written, d_r = _call(
