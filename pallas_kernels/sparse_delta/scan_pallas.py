@@ -808,5 +808,5 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   return _scan(memory, plan.coefs, plan.ids, config, interpret)
 
 
-__all__ = ["KernelConfig", "MAX_CHUNK", "MAX_FUSED_DENSE_CHUNK", "TABLE_DTYPES", "check_config", "default_config",
-           "kernel_limits", "scan_chunks"]
+__all__ = ["KernelConfig", "MAX_CHUNK", "MAX_FUSED_DENSE_CHUNK", "TABLE_DTYPES", "check_config",
+           "default_config", "kernel_limits", "scan_chunks"]

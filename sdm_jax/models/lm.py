@@ -150,7 +150,7 @@ def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
   return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
 
 
-def logits_and_penalty(model: "LM", variables, inputs: jax.Array
+def logits_and_penalty(model: LM, variables, inputs: jax.Array
                        ) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
   """(logits, penalty, metrics) of `model.apply(variables, inputs)` for a training loss.
 
@@ -164,4 +164,3 @@ def logits_and_penalty(model: "LM", variables, inputs: jax.Array
   logits, sown = model.apply(variables, inputs, mutable=[BALANCE_COLLECTION])
   balance = jnp.mean(jnp.stack(jax.tree.leaves(sown[BALANCE_COLLECTION])))
   return logits, weight * balance, {"addressing_balance": balance}
-

@@ -44,9 +44,9 @@ def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions
       when 0 <= k_pos <= q_pos and, with a window, q_pos - k_pos < window.
     window: keys per query, or None for full causal attention.
     scale: defaults to D ** -0.5.
-    impl: "auto" (on a GPU the kernel for caches of at most
-      `AUTO_KERNEL_MAX_CACHE_SLOTS` slots over the batch, else the XLA path), "xla", "pallas" / "pallas_gpu" (the kernel; interpret mode off
-      a GPU).
+    impl: "auto" (on a GPU the kernel for caches of at most `AUTO_KERNEL_MAX_CACHE_SLOTS`
+      slots over the batch, else the XLA path), "xla", "pallas" / "pallas_gpu" (the kernel;
+      interpret mode off a GPU).
 
   Returns:
     [B, 1, H, D] in q.dtype (zeros for a query that sees no key); scores, softmax and sums

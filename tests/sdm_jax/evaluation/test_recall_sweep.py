@@ -310,4 +310,3 @@ def test_a_balance_weight_names_the_sdm_points_it_applies_to():
   points = {p["name"]: p["model"] for p in recall_sweep.sweep_points(settings)}
   assert points["M_N64_bal0.01"].sdm_balance_weight == 0.01
   assert points["G_K16"].sdm_balance_weight == 0.0
-

@@ -174,4 +174,3 @@ def test_the_addressing_balance_is_a_weighted_penalty_beside_unchanged_logits():
   off = LM(dataclasses.replace(config, sdm_balance_weight=0.0))
   _, penalty, metrics = logits_and_penalty(off, variables, tokens)
   assert float(penalty) == 0.0 and metrics == {}
-
