@@ -197,6 +197,15 @@ def _kernel_names(jaxpr):
   return [eqn.params["jaxpr"].debug_info.func_name for eqn in _pallas_calls(jaxpr)]
 
 
+def _gradient_jaxpr(op, inputs):
+  """The jaxpr of the gradient of sum(o) + sum(final state) w.r.t. every one of `inputs`
+  (q, k, v, g, beta, initial state) of `op(*inputs) -> (o, final state)`."""
+  def loss(*args):
+    o, final = op(*args)
+    return o.sum() + final.sum()
+  return jax.make_jaxpr(jax.grad(loss, range(len(inputs))))(*inputs).jaxpr
+
+
 def test_gradients_run_the_backward_kernels_or_the_twin():
   """Forward-only calls trace the three launches. Under `grad`, impl="pallas" runs the
   backward kernels by default; with backward="chunked" only the twin runs (the state kernel
@@ -209,11 +218,8 @@ def test_gradients_run_the_backward_kernels_or_the_twin():
                                           "_output_kernel"]
 
   def gradient_kernels(op):
-    def loss(*args):
-      o, final = op(*args[:5], initial_state=args[5])
-      return o.sum() + final.sum()
-    return _kernel_names(jax.make_jaxpr(jax.grad(loss, range(6)))(
-        q, k, v, g, beta, state).jaxpr)
+    return _kernel_names(_gradient_jaxpr(lambda *x: op(*x[:5], initial_state=x[5]),
+                                         (q, k, v, g, beta, state)))
 
   assert gradient_kernels(op) == [
       "_prepare_kernel", "_forward_kernel", "_output_kernel", "_start_gradient_kernel",
@@ -238,13 +244,9 @@ def test_values_form_runs_its_own_kernels_and_writes_transitions_only_for_gradie
   prepare = _pallas_calls(forward.jaxpr)[0]
   assert len(prepare.outvars) == 4  # w, K~, u and X: no transitions without gradients
 
-  def loss(*args):
-    o, final = op(*args)
-    return o.sum() + final.sum()
-
-  gradient = jax.make_jaxpr(jax.grad(loss, range(6)))(q, k, v, g, beta, state)
-  assert len(_pallas_calls(gradient.jaxpr)[0].outvars) == 5  # and the transitions
-  assert _kernel_names(gradient.jaxpr) == [
+  gradient = _gradient_jaxpr(op, (q, k, v, g, beta, state))
+  assert len(_pallas_calls(gradient)[0].outvars) == 5  # and the transitions
+  assert _kernel_names(gradient) == [
       "_prepare_values_kernel", "_values_state_kernel", "_output_values_kernel",
       "_start_gradient_kernel", "_backward_kernel", "_chunk_backward_kernel"]
 
@@ -256,12 +258,8 @@ def test_split_backward_runs_two_kernels_in_place_of_the_fused_one():
   op = functools.partial(chunk_pallas.gated_delta_rule, scale=1.0, chunk_size=16,
                          config=config, interpret=True)
 
-  def loss(*args):
-    o, final = op(*args)
-    return o.sum() + final.sum()
-
-  gradient = jax.make_jaxpr(jax.grad(loss, range(6)))(q, k, v, g, beta, state)
-  assert _kernel_names(gradient.jaxpr)[3:] == [
+  gradient = _gradient_jaxpr(op, (q, k, v, g, beta, state))
+  assert _kernel_names(gradient)[3:] == [
       "_start_gradient_kernel", "_backward_kernel", "_written_gradient_kernel",
       "_chunk_sums_backward_kernel"]
 
