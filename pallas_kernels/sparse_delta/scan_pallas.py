@@ -400,20 +400,30 @@ def _fused_dense_backward(r, dims: _Dims, config: KernelConfig, interpret: bool,
                           cols0, tile_index):
   """`_bwd_dense_kernel`'s work in a written-rows program (`KernelConfig.fuse_dense`):
   d_delta = QK^T d_out + kd and, shared form, d_y = S^T d_delta [C, BD] of this slab, which it
-  returns (None in the per-slot form); the programs of row tile 0 also store both."""
+  returns (None in the per-slot form); the programs of row tile 0 also store both. (In the
+  per-slot form no entry needs d_delta, so only those programs form it.)"""
   bh = here[1]
   cols = pl.ds(cols0, config.block_cols)
-  d_delta = r["kd"][bh, :, cols] + _chunk_dot(
-      r["qk"][(*here, slice(None), slice(None))], r["d_out"][(*here, slice(None), cols)],
-      config, interpret, transpose_a=True)
-  d_values = (_chunk_dot(r["solve"][(*here, slice(None), slice(None))], d_delta, config,
-                         interpret, transpose_a=True) if dims.shared else None)
+
+  def chunk_d_delta():
+    return r["kd"][bh, :, cols] + _chunk_dot(
+        r["qk"][(*here, slice(None), slice(None))], r["d_out"][(*here, slice(None), cols)],
+        config, interpret, transpose_a=True)
+
+  if not dims.shared:
+    @pl.when(tile_index == 0)
+    def _store_d_delta():
+      r["d_delta_out"][(*here, slice(None), cols)] = chunk_d_delta()
+    return None
+
+  d_delta = chunk_d_delta()
+  d_values = _chunk_dot(r["solve"][(*here, slice(None), slice(None))], d_delta, config,
+                        interpret, transpose_a=True)
 
   @pl.when(tile_index == 0)
   def _store():
     r["d_delta_out"][(*here, slice(None), cols)] = d_delta
-    if dims.shared:
-      r["d_values_out"][(*here, slice(None), cols)] = d_values
+    r["d_values_out"][(*here, slice(None), cols)] = d_values
 
   return d_values
 
