@@ -12,30 +12,19 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 
-def bf16_pieces(x, pieces: int) -> tuple:
-  """x float32 as `pieces` bfloat16 arrays whose sum is x to what they can hold (1: bf16
-  values, 3: float32), largest first. Split once, multiply by many one-hot matrices."""
+def onehot_matmul(onehot, x, pieces: int):
+  """onehot [M, K] (0/1 or bool) @ x [K, N] float32 -> [M, N] float32, as bf16 tensor-core
+  matmuls of x's pieces: exact for values that `pieces` bfloat16 pieces hold (1: bf16
+  values, 3: float32)."""
+  onehot = onehot.astype(jnp.bfloat16)
   parts = []
   rest = x
   for _ in range(pieces):
     piece = rest.astype(jnp.bfloat16)
     parts.append(piece)
     rest = rest - piece.astype(jnp.float32)
-  return tuple(parts)
-
-
-def onehot_matmul_pieces(onehot, parts: tuple):
-  """onehot [M, K] (0/1 or bool) @ sum(parts) [K, N] -> [M, N] float32 (`bf16_pieces`)."""
-  onehot = onehot.astype(jnp.bfloat16)
   total = None
   for piece in reversed(parts):  # smallest first
     part = jnp.dot(onehot, piece, preferred_element_type=jnp.float32)
     total = part if total is None else total + part
   return total
-
-
-def onehot_matmul(onehot, x, pieces: int):
-  """onehot [M, K] (0/1 or bool) @ x [K, N] float32 -> [M, N] float32, as bf16 tensor-core
-  matmuls of x's pieces: exact for values that `pieces` bfloat16 pieces hold (1: bf16
-  values, 3: float32)."""
-  return onehot_matmul_pieces(onehot, bf16_pieces(x, pieces))

@@ -20,10 +20,6 @@ The backward walks the chunks in reverse with four kernels: gather (per token, t
 end-of-chunk cotangent of its written rows), dense (d_delta = QK^T d_out + ..., d_y = S^T
 d_delta), written rows (restore the snapshot, the start-of-chunk cotangent of each written
 slot) and read rows (d_table[s] += sum rc d_out).
-With `KernelConfig.fuse_dense` (chunks up to 64) the dense kernels' work moves into the
-row-tile kernel after each: every program recomputes the chunk's C x C products on its slab
-and picks its entries' rows from registers by one-hot matmuls, one launch fewer per chunk
-each way, at the price of registers (opt-in until timed).
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
@@ -56,12 +52,10 @@ import jax.numpy as jnp
 from pallas_kernels import platform
 from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two, next_power_of_two
 from pallas_kernels.sparse_delta import layout
-from pallas_kernels.sparse_delta import onehot
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 
 TABLE_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16))
 MAX_CHUNK = 256
-MAX_FUSED_DENSE_CHUNK = 64  # KernelConfig.fuse_dense: each program holds a [C, C] matrix
 
 
 class KernelConfig(NamedTuple):
@@ -80,12 +74,6 @@ class KernelConfig(NamedTuple):
   # The dense kernels' C x C products: 3 = TF32x3 (about float32), 1 = one TF32 pass (what
   # XLA's default float32 matmuls give the twin; the GDN kernels' choice for 16-bit inputs).
   f32_dot_passes: int = 3
-  # Fold the dense kernels into the row-tile kernels after them (chunks of at most
-  # MAX_FUSED_DENSE_CHUNK): every scatter (written-rows) program recomputes the chunk's
-  # delta (d_values) on its slab, C x C x BD products, takes each entry's row of it by a
-  # one-hot matmul instead of a load, and the programs of row tile 0 store what the dense
-  # kernel stored. One launch fewer per chunk each way. Untimed (WORKSPACE.md, session 18).
-  fuse_dense: bool = False
 
 
 def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
@@ -124,8 +112,6 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
     raise ValueError(reason)
   if config.block_cols < 16:  # the C x C products' N dimension (Triton's dot minimum)
     raise ValueError(f"KernelConfig.block_cols must be >= 16, got {config.block_cols}")
-  if not isinstance(config.fuse_dense, bool):
-    raise ValueError(f"KernelConfig.fuse_dense must be a bool, got {config.fuse_dense!r}")
 
 
 def default_config(value_dim: int) -> KernelConfig:
@@ -242,25 +228,6 @@ def _row_tile(r, row_slot_name, dims: _Dims, config: KernelConfig) -> _RowTile:
   return _RowTile(c, bh, cols0, cols, tile, first, row_slot, row_slot < dims.num_slots)
 
 
-def _chunk_dot(a, b, config: KernelConfig, interpret: bool, transpose_a=False):
-  """a [C, C] (or a^T) @ b [C, BD], both in registers, float32 at the dense kernels'
-  precision (`KernelConfig.f32_dot_passes`)."""
-  contract = ((0,), (0,)) if transpose_a else ((1,), (0,))
-  return lax.dot_general(a, b, (contract, ((), ())),
-                         precision=platform.f32_dot_precision(interpret, config.f32_dot_passes),
-                         preferred_element_type=jnp.float32)
-
-
-def _row_picker(x, chunk: int):
-  """For x [C, BD] float32 in registers (which cannot be indexed), a function (token, valid
-  [TR]) -> x[token[i]] for each i, zero where not valid: one-hot matmuls of x's bfloat16
-  pieces, split once, exact in float32 (`onehot.py`)."""
-  pieces = onehot.bf16_pieces(x, 3)
-  tokens = jnp.arange(chunk, dtype=jnp.int32)[None, :]
-  return lambda token, valid: onehot.onehot_matmul_pieces(
-      (token[:, None] == tokens) & valid[:, None], pieces)
-
-
 # Kernel refs: plan arrays and results kept for the backward are stacked over chunks
 # [n, B*H, ...] and indexed [c, bh]; the chunk's temporaries are [B*H, ...]; tables
 # [B*H, N, Dv]. `r["chunk"]` holds c.
@@ -305,54 +272,25 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
       r["qk"], delta, here, here, cols0, config, chunk, interpret)
 
 
-def _fused_dense_forward(r, dims: _Dims, config: KernelConfig, interpret: bool, here,
-                         cols0, tile_index):
-  """`_fwd_dense_kernel`'s work in a scatter program (`KernelConfig.fuse_dense`): returns
-  delta [C, BD] of this slab (S (V - r0), shared form; V); the programs of row tile 0 also
-  store y, delta and out."""
-  bh = here[1]
-  cols = pl.ds(cols0, config.block_cols)
-  values = r["values"][(*here, slice(None), cols)]
-  if dims.shared:
-    y = values - r["r0"][bh, :, cols]
-    delta = _chunk_dot(r["solve"][(*here, slice(None), slice(None))], y, config, interpret)
-  else:
-    delta = values
-
-  @pl.when(tile_index == 0)
-  def _store():
-    if dims.shared:
-      r["y_out"][(*here, slice(None), cols)] = y
-      r["delta_out"][(*here, slice(None), cols)] = delta
-    r["out_out"][(*here, slice(None), cols)] = r["out_read"][bh, :, cols] + _chunk_dot(
-        r["qk"][(*here, slice(None), slice(None))], delta, config, interpret)
-
-  return delta
-
-
 def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                         interpret: bool):
   """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u] for
-  the tile's slots, in place, after saving their old rows in the snapshot (and, with
-  `KernelConfig.fuse_dense`, the dense kernel's work first)."""
+  the tile's slots, in place, after saving their old rows in the snapshot."""
   r = dict(zip(names, refs))
+  del interpret
   rows, block = config.row_tile, config.block_cols
   c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
   here = (c, bh)
   table = r["table_out"]
   written = gather_rows(table, (bh,), row_slot, cols, valid)
   r["snapshot_out"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)] = written.astype(table.dtype)
-  if config.fuse_dense:
-    token_rows = _row_picker(
-        _fused_dense_forward(r, dims, config, interpret, here, cols0, tile_index), dims.chunk)
-  else:
-    delta_ref = r["delta"] if dims.shared else r["values"]
-    token_rows = lambda token, ok: gather_rows(delta_ref, here, token, cols, ok)  # noqa: E731
+  delta_ref = r["delta"] if dims.shared else r["values"]
 
   def update(entries, entry_valid, store_at):
     del store_at
     token = r["entry_token"][c, bh, entries]
-    return r["entry_update_coef"][c, bh, entries][:, None] * token_rows(token, entry_valid)
+    delta = gather_rows(delta_ref, here, token, cols, entry_valid)
+    return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
   new_rows = _row_tile_sums(r, "", here, tile_index, config, update,
@@ -396,54 +334,16 @@ def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
         transpose=True)
 
 
-def _fused_dense_backward(r, dims: _Dims, config: KernelConfig, interpret: bool, here,
-                          cols0, tile_index):
-  """`_bwd_dense_kernel`'s work in a written-rows program (`KernelConfig.fuse_dense`):
-  d_delta = QK^T d_out + kd and, shared form, d_y = S^T d_delta [C, BD] of this slab, which it
-  returns (None in the per-slot form); the programs of row tile 0 also store both. (In the
-  per-slot form no entry needs d_delta, so only those programs form it.)"""
-  bh = here[1]
-  cols = pl.ds(cols0, config.block_cols)
-
-  def chunk_d_delta():
-    return r["kd"][bh, :, cols] + _chunk_dot(
-        r["qk"][(*here, slice(None), slice(None))], r["d_out"][(*here, slice(None), cols)],
-        config, interpret, transpose_a=True)
-
-  if not dims.shared:
-    @pl.when(tile_index == 0)
-    def _store_d_delta():
-      r["d_delta_out"][(*here, slice(None), cols)] = chunk_d_delta()
-    return None
-
-  d_delta = chunk_d_delta()
-  d_values = _chunk_dot(r["solve"][(*here, slice(None), slice(None))], d_delta, config,
-                        interpret, transpose_a=True)
-
-  @pl.when(tile_index == 0)
-  def _store():
-    r["d_delta_out"][(*here, slice(None), cols)] = d_delta
-    r["d_values_out"][(*here, slice(None), cols)] = d_values
-
-  return d_values
-
-
 def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                         interpret: bool):
   """grid (B*H, row tiles, slabs): restores the tile's written rows from the snapshot and
   maps their cotangent to the chunk's start: d_start[s] = E[s] d_end[s]
-  (+ sum_{u writes s} wc[u,s] d_r0[u], shared form); with `KernelConfig.fuse_dense`, the
-  dense kernel's work first."""
+  (+ sum_{u writes s} wc[u,s] d_r0[u], shared form)."""
   r = dict(zip(names, refs))
+  del interpret
   rows, block = config.row_tile, config.block_cols
   c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
   here, slab = (c, bh), pl.program_id(2)
-  if config.fuse_dense:
-    d_values = _fused_dense_backward(r, dims, config, interpret, here, cols0, tile_index)
-    d_values_rows = _row_picker(d_values, dims.chunk) if dims.shared else None
-  else:
-    d_values_rows = lambda token, ok: gather_rows(  # noqa: E731
-        r["d_values"], here, token, cols, ok)
   written = r["snapshot"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)]
   _scatter(r["table_out"], (bh,), row_slot, cols, written, valid)  # undo the chunk's writes
   written = written.astype(jnp.float32)
@@ -454,7 +354,7 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   if dims.shared:
     def start_estimate(entries, entry_valid, store_at):
       token = r["entry_token"][c, bh, entries]
-      d_r0 = -d_values_rows(token, entry_valid)
+      d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: its row's snapshot.
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
                      jnp.sum(written * d_r0, axis=1), mask=entry_valid)
@@ -629,22 +529,19 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
                   **_pick(saved, *stacked))
   if dims.shared:
     dense_in.update(r0=gathered["r0"], solve=xs["solve"])
+  dense = _call(_fwd_dense_kernel, (bh, 1, slabs), c, dense_in, _pick(saved, *stacked),
+                aliases=stacked, **kw)
+  saved = dict(saved, **dense)
+
   scatter_in = dict(table=table, snapshot=saved["snapshot"], **_pick(
       xs, "values", "entry_token", "row_begin", "entry_update_coef",
       "row_slot", "row_decay"))
-  scatter_out = dict(table=table, snapshot=saved["snapshot"])
-  if config.fuse_dense:  # the scatter programs do the dense kernel's work
-    scatter_in.update(dense_in)
-    scatter_out.update(_pick(saved, *stacked))
-  else:
-    saved = dict(saved, **_call(_fwd_dense_kernel, (bh, 1, slabs), c, dense_in,
-                                _pick(saved, *stacked), aliases=stacked, **kw))
-    if dims.shared:
-      scatter_in.update(delta=saved["delta"])
+  if dims.shared:
+    scatter_in.update(delta=saved["delta"])
   scattered = _call(_fwd_scatter_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
-                    scatter_in, scatter_out, aliases=tuple(scatter_out), **kw)
-  table = scattered.pop("table")
-  return (table, dict(saved, **scattered)), None
+                    scatter_in, dict(table=table, snapshot=saved["snapshot"]),
+                    aliases=("table", "snapshot"), **kw)
+  return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
 def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -668,16 +565,12 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   dense_in = dict(kd=gathered["kd"], **_pick(xs, "d_out", "qk"), **_pick(grads, *stacked))
   if dims.shared:
     dense_in.update(solve=xs["solve"])
+  grads = dict(grads, **_call(_bwd_dense_kernel, (bh, 1, slabs), c, dense_in,
+                              _pick(grads, *stacked), aliases=stacked, **kw))
+
   written_stacked = ("d_row_decay", "d_entry_write_coef") if dims.shared else ("d_row_decay",)
-  if config.fuse_dense:  # the written-rows programs do the dense kernel's work
-    written_stacked += stacked
-  else:
-    grads = dict(grads, **_call(_bwd_dense_kernel, (bh, 1, slabs), c, dense_in,
-                                _pick(grads, *stacked), aliases=stacked, **kw))
   written_in = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked),
                     **_pick(xs, "snapshot", "row_slot", "row_decay"))
-  if config.fuse_dense:
-    written_in.update(dense_in)
   if dims.shared:
     written_in.update(d_values=grads["d_values"], **_pick(
         xs, "entry_token", "row_begin", "entry_write_coef"))
@@ -810,13 +703,10 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   if config is None:
     config = default_config(memory.shape[-1])
   check_config(config, memory.shape[-1])
-  if config.fuse_dense and chunk > MAX_FUSED_DENSE_CHUNK:
-    raise ValueError(f"KernelConfig.fuse_dense needs a chunk length <= "
-                     f"{MAX_FUSED_DENSE_CHUNK}, got {chunk}")
   if interpret is None:
     interpret = not platform.on_gpu()
   return _scan(memory, plan.coefs, plan.ids, config, interpret)
 
 
-__all__ = ["KernelConfig", "MAX_CHUNK", "MAX_FUSED_DENSE_CHUNK", "TABLE_DTYPES", "check_config",
-           "default_config", "kernel_limits", "scan_chunks"]
+__all__ = ["KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config", "default_config",
+           "kernel_limits", "scan_chunks"]

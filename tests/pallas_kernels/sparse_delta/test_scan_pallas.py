@@ -99,23 +99,6 @@ def test_kernel_matches_xla_twin(error, shared_memory):
 
 
 @interpret_on_cpu
-@pytest.mark.parametrize("error,shared_memory,chunk_size", [
-    ("shared", False, 16), ("shared", True, 32), ("per_slot", False, 16)])
-def test_kernel_with_the_dense_work_fused_matches_the_twin(error, shared_memory, chunk_size):
-  """KernelConfig.fuse_dense: the scatter and written-rows programs do the dense kernels'
-  work (each entry's row of delta, d_values by a one-hot matmul); several row tiles, so only
-  tile 0's programs store the dense results."""
-  memory, plan = _plan(11, error=error, shared_memory=shared_memory, chunk_size=chunk_size,
-                       batch=2, seq_len=64, heads=2, num_slots=40, value_dim=32, writes=3,
-                       reads=5)
-  kernel = functools.partial(scan_pallas.scan_chunks, error=error,
-                             config=SMALL._replace(fuse_dense=True), interpret=True)
-  xla = functools.partial(_xla_scan, error=error)
-  _compare(_outputs_and_grads(kernel, memory, plan, 12),
-           _outputs_and_grads(xla, memory, plan, 12), 1e-5)
-
-
-@interpret_on_cpu
 def test_kernel_with_a_bfloat16_table_matches_the_twin():
   """Both round the rows they store to bf16 once per chunk; the math is float32."""
   memory, plan = _plan(3, error="shared", table_dtype=jnp.bfloat16, batch=1, seq_len=32,
@@ -172,22 +155,12 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
     (dict(scan_unroll=0), "scan_unroll must be an int >= 1"),
     (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
-    (dict(fuse_dense=1), "fuse_dense must be a bool"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
   with pytest.raises(ValueError, match=match):
     scan_pallas.scan_chunks(memory, plan, error="shared", interpret=True,
                             config=SMALL._replace(**fields))
-
-
-def test_fused_dense_rejects_chunks_longer_than_its_limit():
-  # The plan's shapes suffice (no compiling): the check comes before any kernel.
-  memory, plan = jax.eval_shape(functools.partial(
-      _plan, 7, error="shared", chunk_size=128, batch=1, heads=1, seq_len=128, value_dim=16))
-  with pytest.raises(ValueError, match="fuse_dense needs a chunk length <= 64"):
-    scan_pallas.scan_chunks(memory, plan, error="shared", interpret=True,
-                            config=SMALL._replace(fuse_dense=True))
 
 
 def test_rejects_a_plan_of_the_other_error_form():
@@ -197,19 +170,17 @@ def test_rejects_a_plan_of_the_other_error_form():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("error,table_dtype,fuse_dense", [
-    ("shared", jnp.float32, False), ("shared", jnp.bfloat16, False),
-    ("per_slot", jnp.float32, False), ("shared", jnp.float32, True),
-    ("per_slot", jnp.bfloat16, True)])
-def test_compiled_kernel_matches_xla_twin(error, table_dtype, fuse_dense):
+@pytest.mark.parametrize("error,table_dtype", [
+    ("shared", jnp.float32), ("shared", jnp.bfloat16), ("per_slot", jnp.float32)])
+def test_compiled_kernel_matches_xla_twin(error, table_dtype):
   # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs; the
   # float32 table's scan not unrolled, the bf16 table's by 3 (two iterations and a
-  # remainder of 2 chunks); with and without the dense work fused.
+  # remainder of 2 chunks).
   memory, plan = _plan(9, error=error, chunk_size=64, table_dtype=table_dtype,
                        shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
                        value_dim=128, writes=16, reads=16)
   config = scan_pallas.default_config(128)._replace(
-      scan_unroll=3 if table_dtype == jnp.bfloat16 else 1, fuse_dense=fuse_dense)
+      scan_unroll=3 if table_dtype == jnp.bfloat16 else 1)
   kernel = functools.partial(scan_pallas.scan_chunks, error=error, config=config)
   xla = functools.partial(_xla_scan, error=error)
   tol = 1e-5 if table_dtype == jnp.float32 else 3e-3

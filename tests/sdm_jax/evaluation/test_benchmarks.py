@@ -91,9 +91,5 @@ def test_tiling_specs_are_checked():
   with pytest.raises(ValueError, match="block_cols must divide"):
     sdm_benchmarks.parse_tiling("block_cols=64", 32)
   assert sdm_benchmarks.parse_tiling("row_tile=64", 64).row_tile == 64
-  assert sdm_benchmarks.parse_tiling("fuse_dense=true", 64).fuse_dense is True
-  assert sdm_benchmarks.parse_tiling("fuse_dense=False", 64).fuse_dense is False
-  with pytest.raises(ValueError, match="true or false for a bool"):
-    sdm_benchmarks.parse_tiling("fuse_dense=1", 64)
   with pytest.raises(ValueError, match="row_tile must be a power of two"):
     sdm_benchmarks.parse_tiling("row_tile=48", 64)
