@@ -14,6 +14,14 @@ Scores are q . k (float32 products summed over D: one query gives no matmul), ma
 the slots' positions with `decode_xla.visible`, the rule of both paths. Loads of keys and
 values are masked by visibility, so empty slots (position < 0, a cache not yet full) and
 slots outside the window cost no bandwidth. A query that sees no key gets zeros, as in the twin.
+
+`append_and_attend` is a whole decode step of the `A` / `S` layers in the same launch: from
+the raw projections of the new token it forms q and k (RMS norm, rotary) in each program,
+writes k, v and the position into the cache's ring-buffer slot in place (the cache is
+aliased to the outputs) and attends over the updated cache, so XLA runs no norm, rotary
+or cache-update ops around it (about 8 small launches per step on the H200; WORKSPACE.md,
+issue 15, session 19). Its reference is the layer's own path: norm, rotary, the cache
+write, then `single_query_attention`.
 """
 
 from __future__ import annotations
@@ -157,5 +165,178 @@ def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions
                  config=config, interpret=interpret)
 
 
-__all__ = ["KernelConfig", "check_config", "kernel_limits", "single_query_attention",
-           "split_span"]
+def _prepared_row(ref, scale_ref, b, h, position, inv_freq, *, eps):
+  """Row ref[b, 0, h] [D] of a raw projection as the layer forms it, in ref's dtype then
+  float32: RMS-normalised times `scale_ref` (if not None), rounded, rotated by
+  `position * inv_freq` (`sdm_jax.layers.rotary`: pair (i, i + D/2)), rounded."""
+  head_dim = ref.shape[-1]
+  half = head_dim // 2
+  cols = jnp.arange(head_dim, dtype=jnp.int32)
+  partner_cols = jnp.where(cols < half, cols + half, cols - half)
+  row = ref[b, 0, h, :].astype(jnp.float32)
+  partner = pltriton.load(ref.at[b, 0, h, partner_cols]).astype(jnp.float32)
+  if scale_ref is not None:
+    inv_rms = jax.lax.rsqrt(jnp.sum(row * row) / head_dim + eps)
+    round_trip = lambda x: x.astype(ref.dtype).astype(jnp.float32)  # noqa: E731
+    row = round_trip(row * inv_rms * scale_ref[:].astype(jnp.float32))
+    partner = round_trip(partner * inv_rms
+                         * pltriton.load(scale_ref.at[partner_cols]).astype(jnp.float32))
+  angle = position.astype(jnp.float32) * inv_freq
+  sign = jnp.where(cols < half, -1.0, 1.0)
+  rotated = row * jnp.cos(angle) + sign * (partner * jnp.sin(angle))
+  return rotated.astype(ref.dtype).astype(jnp.float32)
+
+
+def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, span: int,
+                   block_k: int, window: int | None, scale: float, eps: float,
+                   normalize: bool):
+  if normalize:
+    q_scale_ref, k_scale_ref, *refs = refs
+  else:
+    q_scale_ref = k_scale_ref = None
+  k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, k_out_ref, v_out_ref, k_pos_out_ref = refs
+  b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+  cache_len, head_dim = k_ref.shape[1], k_ref.shape[-1]
+  f32 = jnp.float32
+  cols = jnp.arange(head_dim, dtype=jnp.int32)
+  lanes = jnp.arange(block_k, dtype=jnp.int32)
+  q_pos = q_pos_ref[b]
+  target = q_pos % cache_len  # the new token's ring-buffer slot
+  inv_freq = inv_freq_ref[:]
+  query = _prepared_row(q_ref, q_scale_ref, b, h, q_pos, inv_freq, eps=eps)
+  new_key = _prepared_row(k_new_ref, k_scale_ref, b, h, q_pos, inv_freq, eps=eps)
+  new_value = v_new_ref[b, 0, h, :].astype(v_ref.dtype).astype(f32)
+  first = split * span
+
+  # Every program reads the target slot as the new token's (its key, value and position),
+  # whatever the cache held there, so no program depends on when the stores below land.
+  def step(i, carry):
+    best, total, acc = carry
+    slots = first + i * block_k + lanes                               # [BK]
+    is_new = slots == target
+    stored_pos = pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
+    k_pos = jnp.where(is_new, q_pos, stored_pos)
+    seen = decode_xla.visible(q_pos, k_pos, window)                   # [BK]
+    rows = (b, slots[:, None], h, cols[None, :])
+    mask = jnp.broadcast_to((seen & ~is_new)[:, None], (block_k, head_dim))
+    keys = pltriton.load(k_ref.at[rows], mask=mask, other=0).astype(f32)  # [BK, D]
+    keys = jnp.where(is_new[:, None], new_key[None, :], keys)
+    scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
+    new_best = jnp.maximum(best, jnp.max(scores))
+    shift = jnp.where(new_best == -jnp.inf, 0.0, new_best)
+    weights = jnp.exp(scores - shift)                                 # [BK]
+    correction = jnp.exp(best - shift)
+    values = pltriton.load(v_ref.at[rows], mask=mask, other=0).astype(f32)
+    values = jnp.where(is_new[:, None], new_value[None, :], values)
+    acc = acc * correction + jnp.sum(weights[:, None] * values, axis=0)
+    return new_best, total * correction + jnp.sum(weights), acc
+
+  init = (jnp.full((), -jnp.inf, f32), jnp.zeros((), f32), jnp.zeros((head_dim,), f32))
+  best, total, acc = jax.lax.fori_loop(0, span // block_k, step, init)
+  acc_ref[b, h, split, :] = acc
+  stats_ref[b, h, split, :] = jnp.where(jnp.arange(2) == 0, best, total)
+
+  owns_target = (target >= first) & (target < first + span)
+
+  @pl.when(owns_target)
+  def _write_row():
+    k_out_ref[b, target, h, :] = new_key.astype(k_out_ref.dtype)
+    v_out_ref[b, target, h, :] = new_value.astype(v_out_ref.dtype)
+
+  @pl.when(owns_target & (h == 0))
+  def _write_position():
+    k_pos_out_ref[b, target] = q_pos
+
+
+@functools.partial(jax.jit, static_argnames=("window", "scale", "eps", "config", "interpret"))
+def _append_and_attend(q, k, v, cache_k, cache_v, cache_positions, positions, inv_freq,
+                       q_norm_scale, k_norm_scale, *, window, scale, eps, config, interpret):
+  batch, cache_len, heads, head_dim = cache_k.shape
+  span = split_span(cache_len, batch * heads, config)
+  splits = -(-cache_len // span)
+  normalize = q_norm_scale is not None
+  inputs = [positions[:, 0].astype(jnp.int32), q, k, v,
+            jnp.tile(inv_freq.astype(jnp.float32), 2)]
+  if normalize:
+    inputs += [q_norm_scale, k_norm_scale]
+  first_cache = len(inputs)
+  inputs += [cache_k, cache_v, cache_positions]
+  acc, stats, cache_k, cache_v, cache_positions = pl.pallas_call(
+      functools.partial(_append_kernel, span=span, block_k=config.block_k, window=window,
+                        scale=scale, eps=eps, normalize=normalize),
+      out_shape=[jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
+                 jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32),
+                 jax.ShapeDtypeStruct(cache_k.shape, cache_k.dtype),
+                 jax.ShapeDtypeStruct(cache_v.shape, cache_v.dtype),
+                 jax.ShapeDtypeStruct(cache_positions.shape, cache_positions.dtype)],
+      grid=(batch, heads, splits),
+      input_output_aliases={first_cache: 2, first_cache + 1: 3, first_cache + 2: 4},
+      interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
+                                             num_stages=config.num_stages),
+  )(*inputs)
+  return _combine(acc, stats)[:, None].astype(q.dtype), cache_k, cache_v, cache_positions
+
+
+def append_and_attend(q: jax.Array, k: jax.Array, v: jax.Array, cache_k: jax.Array,
+                      cache_v: jax.Array, cache_positions: jax.Array, positions: jax.Array,
+                      *, rope_inv_freq: jax.Array, q_norm_scale: jax.Array | None = None,
+                      k_norm_scale: jax.Array | None = None, norm_eps: float = 1e-6,
+                      window: int | None = None, scale: float | None = None,
+                      config: KernelConfig | None = None, interpret: bool | None = None):
+  """One decode step of causal attention over a ring-buffer cache, in one kernel launch:
+
+    q~ = rope(norm_q(q)),  k~ = rope(norm_k(k))   at `positions` (norms only with scales),
+    slot positions % L of the cache takes (k~, v, positions),
+    o[b, h] = softmax_l(scale q~ . K[b, l, h] | visible) @ V[b, :, h]   (updated cache).
+
+  norm(x) = x / sqrt(mean(x^2) + norm_eps) * scale, rounded to x's dtype; rope rotates the
+  pairs (x[i], x[i + D/2]) by positions * rope_inv_freq[i], in float32, rounded to x's dtype
+  (`sdm_jax.layers.norms.rms_norm`, `sdm_jax.layers.rotary.apply_rotary`: the layer's
+  decode path without this kernel is the reference).
+
+  Args:
+    q, k, v: [B, 1, H, D] the new token's raw projections.
+    cache_k, cache_v: [B, L, H, D]; cache_positions [B, L] (negative = empty). Updated in
+      place when the caller donates them (a jitted decode step with its cache donated).
+    positions: [B, 1] the new token's positions.
+    rope_inv_freq: [D / 2] rotary frequencies.
+    q_norm_scale, k_norm_scale: [D] RMS-norm scales, both or neither.
+    window, scale: as `single_query_attention`.
+
+  Returns:
+    (o [B, 1, H, D] in q.dtype, cache_k, cache_v, cache_positions).
+  """
+  if q.ndim != 4 or q.shape[1] != 1 or q.shape != k.shape or q.shape != v.shape:
+    raise ValueError(f"q, k and v must be [B, 1, H, D] alike, got {q.shape}, {k.shape}, "
+                     f"{v.shape}")
+  if cache_k.shape != cache_v.shape or (cache_k.shape[0], *cache_k.shape[2:]) != (
+      q.shape[0], *q.shape[2:]):
+    raise ValueError(f"cache_k and cache_v must be [B, L, H, D] caches matching q "
+                     f"{q.shape}, got {cache_k.shape} and {cache_v.shape}")
+  if cache_positions.shape != cache_k.shape[:2] or positions.shape != (q.shape[0], 1):
+    raise ValueError(f"cache_positions must be [B, L] = {cache_k.shape[:2]} and positions "
+                     f"[B, 1], got {cache_positions.shape} and {positions.shape}")
+  if rope_inv_freq.shape != (q.shape[-1] // 2,):
+    raise ValueError(f"rope_inv_freq must be [D / 2] = [{q.shape[-1] // 2}], got "
+                     f"{rope_inv_freq.shape}")
+  if (q_norm_scale is None) != (k_norm_scale is None):
+    raise ValueError("q_norm_scale and k_norm_scale must be given together (or neither)")
+  reason = kernel_limits(head_dim=q.shape[-1], dtype=jnp.result_type(q, k, v, cache_k))
+  if reason:
+    raise ValueError(f"the decode attention kernel cannot take these inputs: {reason}")
+  if window is not None and window < 1:
+    raise ValueError(f"window must be >= 1 or None, got {window}")
+  config = KernelConfig() if config is None else config
+  check_config(config)
+  if interpret is None:
+    interpret = not platform.on_gpu()
+  scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
+  return _append_and_attend(q, k, v, cache_k, cache_v, cache_positions, positions,
+                            rope_inv_freq, q_norm_scale, k_norm_scale, window=window,
+                            scale=scale, eps=float(norm_eps), config=config,
+                            interpret=interpret)
+
+
+__all__ = ["KernelConfig", "append_and_attend", "check_config", "kernel_limits",
+           "single_query_attention", "split_span"]

@@ -25,7 +25,7 @@ from pallas_kernels.attention.decode_xla import attention_mask
 from sdm_jax import sharding
 from sdm_jax.layers.decode_rows import pad_rows
 from sdm_jax.layers.norms import RMSNorm
-from sdm_jax.layers.rotary import apply_rotary
+from sdm_jax.layers.rotary import apply_rotary, inverse_frequencies
 from sdm_jax.ops import decode_attention
 
 
@@ -174,10 +174,17 @@ class Attention(nn.Module):
       self.q_norm = RMSNorm(param_dtype=self.param_dtype)
       self.k_norm = RMSNorm(param_dtype=self.param_dtype)
 
-  def _project(self, x: jax.Array, positions: jax.Array, kv_hook: KVHook | None):
+  def _raw_projections(self, x: jax.Array):
+    """x [B, T, d] -> q, k, v [B, T, H, D] before norm and rotary."""
     batch, length, _ = x.shape
     split = lambda y: y.reshape(batch, length, self.num_heads, self.head_dim)  # noqa: E731
-    q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+    return split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+
+  def _project(self, x: jax.Array, positions: jax.Array, kv_hook: KVHook | None):
+    return self._prepare(x, positions, kv_hook, *self._raw_projections(x))
+
+  def _prepare(self, x, positions, kv_hook, q, k, v):
+    """QK-norm, rotary and the kv_hook on the raw projections."""
     if self.qk_norm:
       q, k = self.q_norm(q), self.k_norm(k)
     q = apply_rotary(q, positions, self.rope_base)
@@ -223,14 +230,31 @@ class Attention(nn.Module):
 
   def decode(self, x: jax.Array, positions: jax.Array, cache: AttentionCache,
              kv_hook: KVHook | None = None):
-    """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache)."""
+    """Appends one token per sequence (x [B, 1, d] at positions [B, 1]); returns (y, cache).
+
+    Where the decode attention resolves to the GPU kernel and there is no kv_hook, one
+    kernel forms q and k, writes the cache and attends (`decode_attention.append_and_attend`);
+    otherwise the norm, rotary, `write_cache` and `single_query_attention` run apart (the
+    reference)."""
     batch = x.shape[0]
     # Batch 1: the projections on two rows, GEMMs rather than reductions (decode_rows); a
     # kv_hook sees the batch as it is.
     pad = pad_rows if kv_hook is None else (lambda y: y)
-    q, k, v = (y[:batch] for y in self._project(pad(x), pad(positions), kv_hook))
+    q, k, v = (y[:batch] for y in self._raw_projections(pad(x)))
+    impl = decode_attention.resolved_impl(self.decode_impl, q, cache.k, cache.v)
+    if impl == "pallas_gpu" and kv_hook is None:
+      scales = {}
+      if self.qk_norm:
+        scales = dict(q_norm_scale=self.q_norm.variables["params"]["scale"],
+                      k_norm_scale=self.k_norm.variables["params"]["scale"],
+                      norm_eps=self.q_norm.eps)
+      o, *cache = decode_attention.append_and_attend(
+          q, k, v, cache.k, cache.v, cache.positions, positions, window=self.window,
+          rope_inv_freq=inverse_frequencies(self.head_dim, self.rope_base), **scales)
+      return self._output(pad(o))[:batch], AttentionCache(*cache)
+    q, k, v = self._prepare(x, positions, kv_hook, q, k, v)
     cache = write_cache(cache, k, v, positions)
     o = decode_attention.single_query_attention(q, cache.k, cache.v, positions,
                                                 cache.positions, window=self.window,
-                                                impl=self.decode_impl)
+                                                impl=impl)
     return self._output(pad(o))[:batch], cache

@@ -6,6 +6,12 @@ import jax
 import jax.numpy as jnp
 
 
+def inverse_frequencies(head_dim: int, base: float = 10_000.0) -> jax.Array:
+  """[D / 2] float32 `base^(-2i/D)`: pair i's angle per position."""
+  half = head_dim // 2
+  return base ** (-jnp.arange(half, dtype=jnp.float32) / half)
+
+
 def apply_rotary(x: jax.Array, positions: jax.Array, base: float = 10_000.0) -> jax.Array:
   """Rotates pairs `(x[..., i], x[..., i + D/2])` by angle `positions * base^(-2i/D)`.
 
@@ -21,7 +27,7 @@ def apply_rotary(x: jax.Array, positions: jax.Array, base: float = 10_000.0) -> 
   if head_dim % 2:
     raise ValueError(f"rotary embeddings need an even head dim, got {head_dim}")
   half = head_dim // 2
-  inv_freq = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
+  inv_freq = inverse_frequencies(head_dim, base)
   angles = positions.astype(jnp.float32)[..., None] * inv_freq  # [B, T, D/2]
   cos = jnp.cos(angles)[:, :, None, :]
   sin = jnp.sin(angles)[:, :, None, :]

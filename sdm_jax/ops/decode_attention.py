@@ -52,13 +52,25 @@ def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions
     [B, 1, H, D] in q.dtype (zeros for a query that sees no key); scores, softmax and sums
     in float32.
   """
-  chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla",
-                                 pallas_unsupported=lambda: auto_kernel_problem(q, k, v))
-  if chosen == "xla":
+  if resolved_impl(impl, q, k, v) == "xla":
     return decode_xla.single_query_attention(q, k, v, q_positions, k_positions,
                                              window=window, scale=scale)
-  if chosen != "pallas_gpu":
-    raise ValueError(f"impl={impl!r} resolves to {chosen!r} here, and decode attention has "
-                     f"no such kernel; use 'xla' or 'pallas_gpu'")
   return decode_pallas.single_query_attention(q, k, v, q_positions, k_positions,
                                               window=window, scale=scale)
+
+
+def resolved_impl(impl: str, q: jax.Array, k: jax.Array, v: jax.Array) -> str:
+  """What `impl` runs for a query q [B, 1, H, D] over a cache k, v [B, L, H, D]: "xla" or
+  "pallas_gpu" (the rule of `single_query_attention`'s `impl`)."""
+  chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla",
+                                 pallas_unsupported=lambda: auto_kernel_problem(q, k, v))
+  if chosen not in ("xla", "pallas_gpu"):
+    raise ValueError(f"impl={impl!r} resolves to {chosen!r} here, and decode attention has "
+                     f"no such kernel; use 'xla' or 'pallas_gpu'")
+  return chosen
+
+
+# The `A` / `S` decode step as one GPU kernel (norm, rotary, cache write, attention), which
+# the layer takes where `resolved_impl` gives "pallas_gpu"; its reference is the layer's
+# own path (norm, rotary, `write_cache`, `single_query_attention`).
+append_and_attend = decode_pallas.append_and_attend

@@ -1,11 +1,15 @@
 """The split-cache decode attention kernel against its XLA twin (`decode_xla`): splits and
-ragged caches, empty and out-of-window slots, queries that see nothing, dtypes, errors.
+ragged caches, empty and out-of-window slots, queries that see nothing, dtypes, errors; the
+fused decode step `append_and_attend`: its errors and GPU lowering (its values against the
+layer's path are checked in tests/sdm_jax/layers/test_attention.py).
 
 On CPU the kernel runs in interpret mode; the `gpu` test compiles it with Triton. The
 dispatch (`impl=`) and the layers' decode are checked in tests/sdm_jax.
 """
 
 from __future__ import annotations
+
+import re
 
 import jax
 import jax.numpy as jnp
@@ -96,6 +100,48 @@ def test_gpu_kernel_lowers_for_gpu_without_copying_the_cache(window):
                                   ).lower(lowering_platforms=("cuda",)).as_text()
   assert lowered.count("__gpu$xla.gpu.triton") == 1
   assert "transpose" not in lowered
+
+
+def _step_operands(*, batch=1, cache_len=8, heads=1, head_dim=16, dtype=jnp.float32):
+  """Shapes of `append_and_attend`'s operands (q, k, v, cache k, v, positions, positions)."""
+  sd = jax.ShapeDtypeStruct
+  token, cache = sd((batch, 1, heads, head_dim), dtype), sd((batch, cache_len, heads,
+                                                            head_dim), dtype)
+  return (token, token, token, cache, cache, sd((batch, cache_len), jnp.int32),
+          sd((batch, 1), jnp.int32))
+
+
+@pytest.mark.parametrize("change,kwargs,match", [
+    (dict(head_dim=8), {}, "head dim D must be a power of two >= 16"),
+    ({}, dict(rope_inv_freq=jnp.ones(16)), "rope_inv_freq must be"),
+    ({}, dict(q_norm_scale=jnp.ones(16)), "given together"),
+    ({}, dict(window=0), "window must be >= 1"),
+])
+def test_append_and_attend_rejects_what_it_cannot_take(change, kwargs, match):
+  operands = _step_operands(**change)
+  kwargs = dict(dict(rope_inv_freq=jnp.ones(operands[0].shape[-1] // 2)), **kwargs)
+  with pytest.raises(ValueError, match=match):
+    jax.eval_shape(lambda *a: decode_pallas.append_and_attend(*a, **kwargs), *operands)
+
+
+def test_append_and_attend_lowers_for_gpu_as_one_call_updating_the_cache_in_place():
+  """At the decode benchmark's largest shape, on a CPU: one Triton call, no transpose, and
+  the cache's three arrays aliased to its outputs (so a donated cache is never copied)."""
+  operands = _step_operands(batch=8, cache_len=131072, heads=16, head_dim=128,
+                            dtype=jnp.bfloat16)
+  scale = jax.ShapeDtypeStruct((128,), jnp.float32)
+
+  def step(*args):
+    *args, q_scale, k_scale = args
+    return decode_pallas.append_and_attend(*args, rope_inv_freq=jnp.ones(64),
+                                           q_norm_scale=q_scale, k_norm_scale=k_scale,
+                                           interpret=False)
+
+  lowered = jax.jit(step, donate_argnums=(3, 4, 5)).trace(*operands, scale, scale).lower(
+      lowering_platforms=("cuda",)).as_text()
+  assert lowered.count("__gpu$xla.gpu.triton") == 1
+  assert "transpose" not in lowered
+  assert sorted(re.findall(r"tf.aliasing_output = (\d+)", lowered)) == ["1", "2", "3"]
 
 
 @pytest.mark.gpu

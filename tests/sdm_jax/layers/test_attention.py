@@ -11,9 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sdm_jax.layers.attention import causal_attention, init_attention_cache, masked_attention
-from sdm_jax.layers.attention import write_cache
-from sdm_jax.ops.decode_attention import single_query_attention
+from pallas_kernels.attention import decode_pallas
+from pallas_kernels.attention import decode_xla
+from sdm_jax.layers.attention import AttentionCache, causal_attention, init_attention_cache
+from sdm_jax.layers.attention import masked_attention, write_cache
+from sdm_jax.layers.norms import rms_norm
+from sdm_jax.layers.rotary import apply_rotary, inverse_frequencies
+from sdm_jax.ops.decode_attention import append_and_attend, single_query_attention
 
 
 def naive_attention(q, k, v, window):
@@ -123,3 +127,85 @@ def test_single_query_attention_materializes_nothing_of_the_cache_size():
   assert not large, large
   out = single_query_attention(q, cache, cache * 2, positions, cache_positions, impl="xla")
   np.testing.assert_allclose(np.asarray(out, np.float32), 2.0)
+
+
+def _decode_step_inputs(seed, *, batch_positions, cache_len, heads, head_dim, dtype):
+  """Raw projections of one new token per sequence and a ring-buffer cache holding the
+  cache_len positions before it (fewer at the start: the rest empty, -1). The first
+  sequence's new slot holds an older position, which the step overwrites."""
+  rng = np.random.default_rng(seed)
+  batch = len(batch_positions)
+  normal = lambda *shape: jnp.asarray(rng.normal(size=shape), dtype)  # noqa: E731
+  q, k, v = (normal(batch, 1, heads, head_dim) for _ in range(3))
+  cache = init_attention_cache(batch, cache_len, heads, head_dim, dtype)
+  cache = cache._replace(k=normal(batch, cache_len, heads, head_dim),
+                         v=normal(batch, cache_len, heads, head_dim))
+  stored = np.full((batch, cache_len), -1)
+  for b, position in enumerate(batch_positions):
+    for p in range(max(0, position - cache_len), position):
+      stored[b, p % cache_len] = p
+  cache = cache._replace(positions=jnp.asarray(stored, jnp.int32))
+  positions = jnp.asarray(batch_positions, jnp.int32)[:, None]
+  scales = [jnp.asarray(1 + 0.3 * rng.normal(size=head_dim), jnp.float32) for _ in range(2)]
+  return q, k, v, cache, positions, scales
+
+
+def _norm_rotary_write_attend(q, k, v, cache, positions, *, scales, base, window):
+  """The layer's decode path without the kernel: the reference of `append_and_attend`."""
+  if scales is not None:
+    q, k = rms_norm(q, scales[0]), rms_norm(k, scales[1])
+  q, k = apply_rotary(q, positions, base), apply_rotary(k, positions, base)
+  cache = write_cache(cache, k, v, positions)
+  o = decode_xla.single_query_attention(q, cache.k, cache.v, positions, cache.positions,
+                                        window=window)
+  return o, cache
+
+
+def _append_and_attend(q, k, v, cache, positions, *, scales, base, window, **kwargs):
+  norm = {} if scales is None else dict(q_norm_scale=scales[0], k_norm_scale=scales[1])
+  o, *updated = append_and_attend(q, k, v, *cache, positions, window=window,
+                                  rope_inv_freq=inverse_frequencies(q.shape[-1], base),
+                                  **norm, **kwargs)
+  return o, AttentionCache(*updated)
+
+
+@pytest.mark.parametrize("window,normalize,dtype", [
+    (None, True, jnp.float32), (7, True, jnp.float32), (None, False, jnp.float32),
+    (7, True, jnp.bfloat16)])
+def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize, dtype):
+  """The fused decode step (interpret mode here) against its reference on random inputs:
+  several splits (blocks of 16, the new slot in a later one), a wrapped ring buffer, a cache
+  still filling."""
+  q, k, v, cache, positions, scales = _decode_step_inputs(
+      0, batch_positions=[45, 7, 33], cache_len=40, heads=2, head_dim=16, dtype=dtype)
+  scales = scales if normalize else None
+  config = decode_pallas.KernelConfig(block_k=16, min_programs=8)
+  got_o, got = _append_and_attend(q, k, v, cache, positions, scales=scales, base=100.0,
+                                  window=window, config=config)
+  want_o, want = _norm_rotary_write_attend(q, k, v, cache, positions, scales=scales,
+                                           base=100.0, window=window)
+  tolerance = 1e-5 if dtype == jnp.float32 else 2e-2
+  chex.assert_trees_all_equal_shapes_and_dtypes((got_o, got), (want_o, want))
+  np.testing.assert_array_equal(got.positions, want.positions)
+  for a, b in [(got_o, want_o), (got.k, want.k), (got.v, want.v)]:
+    np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32),
+                               rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32])
+def test_compiled_append_and_attend_equals_its_reference(dtype):
+  """On the GPU, jitted with the cache donated: 16 heads of 128, 5,000 slots."""
+  for window in (None, 700):
+    inputs = _decode_step_inputs(1, batch_positions=[5003, 4100], cache_len=5000, heads=16,
+                                 head_dim=128, dtype=dtype)
+    *args, scales = inputs
+    kwargs = dict(scales=scales, base=10_000.0, window=window)
+    want_o, want = jax.jit(functools.partial(_norm_rotary_write_attend, **kwargs))(*args)
+    got_o, got = jax.jit(functools.partial(_append_and_attend, **kwargs),
+                         donate_argnums=3)(*args)
+    np.testing.assert_array_equal(got.positions, want.positions)
+    tolerance = 1e-4 if dtype == jnp.float32 else 2e-2
+    for a, b in [(got_o, want_o), (got.k, want.k), (got.v, want.v)]:
+      np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32),
+                                 rtol=tolerance, atol=tolerance)

@@ -28,12 +28,13 @@ def init(config, length=8, seed=0, batch=2):
 SMALL_SDM = dict(sdm_slots=64, sdm_writes=4, sdm_reads=4, sdm_chunk_size=8, sdm_impl="reference")
 
 
-# SAG covers A and S under the default decode path; SA the decode-attention kernel; batch
-# 1 every mixer's projections (G's convolution tails too), the MLPs and the head on padded
-# rows (sdm_jax/layers/decode_rows.py).
+# SAG covers A and S under the default decode path; SA the decode-attention kernel (the
+# fused step: norm, rotary, cache write and attention in one launch); batch 1 every mixer's
+# projections (G's convolution tails too), the MLPs and the head on padded rows
+# (sdm_jax/layers/decode_rows.py).
 @pytest.mark.parametrize("pattern,attention_decode_impl,batch", [
     ("SAG", "auto", 2), ("SM", "auto", 2), ("SA", "pallas", 2), ("SM", "auto", 1),
-    ("SAG", "auto", 1)])
+    ("SAG", "auto", 1), ("SA", "pallas", 1)])
 def test_cached_decode_equals_parallel_forward(pattern, attention_decode_impl, batch):
   # window 4 with 19 tokens: the S ring buffer wraps around several times.
   config = LMConfig(**TINY, pattern=pattern, num_layers=max(2, len(pattern)),
