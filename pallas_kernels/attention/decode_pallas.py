@@ -73,39 +73,59 @@ def split_span(cache_len: int, programs_per_split: int, config: KernelConfig) ->
   return -(-span // config.block_k) * config.block_k
 
 
-def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, span: int,
-            block_k: int, window: int | None, scale: float):
-  b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+def _online_update(carry, scores, values):
+  """Folds scores [N] (-inf where not visible) and their values [N, D] into the running
+  (max, sum of exp, exp-weighted sum of values) of an online softmax."""
+  best, total, acc = carry
+  new_best = jnp.maximum(best, jnp.max(scores))
+  # While nothing is visible the running max is -inf: shift by 0 so exp gives 0, not NaN.
+  shift = jnp.where(new_best == -jnp.inf, 0.0, new_best)
+  weights = jnp.exp(scores - shift)                                   # [N]
+  correction = jnp.exp(best - shift)
+  acc = acc * correction + jnp.sum(weights[:, None] * values, axis=0)
+  return new_best, total * correction + jnp.sum(weights), acc
+
+
+def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: int,
+                 block_k: int, window: int | None, scale: float, skip_slot=None):
+  """The online softmax of query [D] over cache slots [first, first + span) of (b, h), in
+  blocks of block_k; slot `skip_slot` (if given) counts as not visible. Returns (max, sum,
+  acc [D]) in float32."""
   cache_len, head_dim = k_ref.shape[1], k_ref.shape[-1]
   f32 = jnp.float32
   cols = jnp.arange(head_dim, dtype=jnp.int32)
   lanes = jnp.arange(block_k, dtype=jnp.int32)
-  query = q_ref[b, h, :].astype(f32)  # [D]
-  q_pos = q_pos_ref[b]
-  first = split * span
 
   def step(i, carry):
-    best, total, acc = carry
     slots = first + i * block_k + lanes                               # [BK]
     k_pos = pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
     seen = decode_xla.visible(q_pos, k_pos, window)                   # [BK]
+    if skip_slot is not None:
+      seen &= slots != skip_slot
     rows = (b, slots[:, None], h, cols[None, :])
     mask = jnp.broadcast_to(seen[:, None], (block_k, head_dim))
     keys = pltriton.load(k_ref.at[rows], mask=mask, other=0).astype(f32)  # [BK, D]
     scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
-    new_best = jnp.maximum(best, jnp.max(scores))
-    # While nothing is visible the running max is -inf: shift by 0 so exp gives 0, not NaN.
-    shift = jnp.where(new_best == -jnp.inf, 0.0, new_best)
-    weights = jnp.exp(scores - shift)                                 # [BK]
-    correction = jnp.exp(best - shift)
     values = pltriton.load(v_ref.at[rows], mask=mask, other=0).astype(f32)
-    acc = acc * correction + jnp.sum(weights[:, None] * values, axis=0)
-    return new_best, total * correction + jnp.sum(weights), acc
+    return _online_update(carry, scores, values)
 
   init = (jnp.full((), -jnp.inf, f32), jnp.zeros((), f32), jnp.zeros((head_dim,), f32))
-  best, total, acc = jax.lax.fori_loop(0, span // block_k, step, init)
+  return jax.lax.fori_loop(0, span // block_k, step, init)
+
+
+def _store_partial(acc_ref, stats_ref, b, h, split, result):
+  best, total, acc = result
   acc_ref[b, h, split, :] = acc
   stats_ref[b, h, split, :] = jnp.where(jnp.arange(2) == 0, best, total)
+
+
+def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, span: int,
+            block_k: int, window: int | None, scale: float):
+  b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+  query = q_ref[b, h, :].astype(jnp.float32)  # [D]
+  result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos_ref[b], split * span,
+                        span=span, block_k=block_k, window=window, scale=scale)
+  _store_partial(acc_ref, stats_ref, b, h, split, result)
 
 
 def _combine(acc, stats):
@@ -196,47 +216,24 @@ def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, 
     q_scale_ref = k_scale_ref = None
   k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, k_out_ref, v_out_ref, k_pos_out_ref = refs
   b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
-  cache_len, head_dim = k_ref.shape[1], k_ref.shape[-1]
-  f32 = jnp.float32
-  cols = jnp.arange(head_dim, dtype=jnp.int32)
-  lanes = jnp.arange(block_k, dtype=jnp.int32)
   q_pos = q_pos_ref[b]
-  target = q_pos % cache_len  # the new token's ring-buffer slot
+  target = q_pos % k_ref.shape[1]  # the new token's ring-buffer slot
   inv_freq = inv_freq_ref[:]
   query = _prepared_row(q_ref, q_scale_ref, b, h, q_pos, inv_freq, eps=eps)
-  new_key = _prepared_row(k_new_ref, k_scale_ref, b, h, q_pos, inv_freq, eps=eps)
-  new_value = v_new_ref[b, 0, h, :].astype(v_ref.dtype).astype(f32)
   first = split * span
-
-  # Every program reads the target slot as the new token's (its key, value and position),
-  # whatever the cache held there, so no program depends on when the stores below land.
-  def step(i, carry):
-    best, total, acc = carry
-    slots = first + i * block_k + lanes                               # [BK]
-    is_new = slots == target
-    stored_pos = pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
-    k_pos = jnp.where(is_new, q_pos, stored_pos)
-    seen = decode_xla.visible(q_pos, k_pos, window)                   # [BK]
-    rows = (b, slots[:, None], h, cols[None, :])
-    mask = jnp.broadcast_to((seen & ~is_new)[:, None], (block_k, head_dim))
-    keys = pltriton.load(k_ref.at[rows], mask=mask, other=0).astype(f32)  # [BK, D]
-    keys = jnp.where(is_new[:, None], new_key[None, :], keys)
-    scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
-    new_best = jnp.maximum(best, jnp.max(scores))
-    shift = jnp.where(new_best == -jnp.inf, 0.0, new_best)
-    weights = jnp.exp(scores - shift)                                 # [BK]
-    correction = jnp.exp(best - shift)
-    values = pltriton.load(v_ref.at[rows], mask=mask, other=0).astype(f32)
-    values = jnp.where(is_new[:, None], new_value[None, :], values)
-    acc = acc * correction + jnp.sum(weights[:, None] * values, axis=0)
-    return new_best, total * correction + jnp.sum(weights), acc
-
-  init = (jnp.full((), -jnp.inf, f32), jnp.zeros((), f32), jnp.zeros((head_dim,), f32))
-  best, total, acc = jax.lax.fori_loop(0, span // block_k, step, init)
-  acc_ref[b, h, split, :] = acc
-  stats_ref[b, h, split, :] = jnp.where(jnp.arange(2) == 0, best, total)
-
+  # The loop skips the target slot (whatever it held, and whenever the stores below land);
+  # its program folds the new token in from registers afterwards, formed after the loop so
+  # that the loop holds no more registers than `_kernel`'s. (Substituting the new row into
+  # every block instead made the loop 1.5x slower on the H200: WORKSPACE.md.)
+  result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, span=span,
+                        block_k=block_k, window=window, scale=scale, skip_slot=target)
+  new_key = _prepared_row(k_new_ref, k_scale_ref, b, h, q_pos, inv_freq, eps=eps)
+  new_value = v_new_ref[b, 0, h, :].astype(v_ref.dtype).astype(jnp.float32)
   owns_target = (target >= first) & (target < first + span)
+  new_score = jnp.where(owns_target & decode_xla.visible(q_pos, q_pos, window),
+                        jnp.sum(query * new_key) * scale, -jnp.inf)
+  result = _online_update(result, jnp.full((1,), new_score), new_value[None, :])
+  _store_partial(acc_ref, stats_ref, b, h, split, result)
 
   @pl.when(owns_target)
   def _write_row():
