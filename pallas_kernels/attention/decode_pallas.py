@@ -157,6 +157,21 @@ def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpr
   return _combine(acc, stats)[:, None].astype(q.dtype)
 
 
+def _checked_settings(q, operands, window, scale, config, interpret):
+  """The checks both entry points share; returns (scale, config, interpret) with their
+  defaults filled in."""
+  reason = kernel_limits(head_dim=q.shape[-1], dtype=jnp.result_type(*operands))
+  if reason:
+    raise ValueError(f"the decode attention kernel cannot take these inputs: {reason}")
+  if window is not None and window < 1:
+    raise ValueError(f"window must be >= 1 or None, got {window}")
+  config = KernelConfig() if config is None else config
+  check_config(config)
+  if interpret is None:
+    interpret = not platform.on_gpu()
+  return q.shape[-1] ** -0.5 if scale is None else float(scale), config, interpret
+
+
 def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions: jax.Array,
                            k_positions: jax.Array, *, window: int | None = None,
                            scale: float | None = None, config: KernelConfig | None = None,
@@ -171,16 +186,7 @@ def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions
                                                                            *q.shape[2:]):
     raise ValueError(f"k and v must be [B, L, H, D] caches matching q {q.shape}, got "
                      f"{k.shape} and {v.shape}")
-  reason = kernel_limits(head_dim=q.shape[-1], dtype=jnp.result_type(q, k, v))
-  if reason:
-    raise ValueError(f"the decode attention kernel cannot take these inputs: {reason}")
-  if window is not None and window < 1:
-    raise ValueError(f"window must be >= 1 or None, got {window}")
-  config = KernelConfig() if config is None else config
-  check_config(config)
-  if interpret is None:
-    interpret = not platform.on_gpu()
-  scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
+  scale, config, interpret = _checked_settings(q, (q, k, v), window, scale, config, interpret)
   return _attend(q, k, v, q_positions, k_positions, window=window, scale=scale,
                  config=config, interpret=interpret)
 
@@ -319,16 +325,8 @@ def append_and_attend(q: jax.Array, k: jax.Array, v: jax.Array, cache_k: jax.Arr
                      f"{rope_inv_freq.shape}")
   if (q_norm_scale is None) != (k_norm_scale is None):
     raise ValueError("q_norm_scale and k_norm_scale must be given together (or neither)")
-  reason = kernel_limits(head_dim=q.shape[-1], dtype=jnp.result_type(q, k, v, cache_k))
-  if reason:
-    raise ValueError(f"the decode attention kernel cannot take these inputs: {reason}")
-  if window is not None and window < 1:
-    raise ValueError(f"window must be >= 1 or None, got {window}")
-  config = KernelConfig() if config is None else config
-  check_config(config)
-  if interpret is None:
-    interpret = not platform.on_gpu()
-  scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
+  scale, config, interpret = _checked_settings(q, (q, k, v, cache_k), window, scale, config,
+                                              interpret)
   return _append_and_attend(q, k, v, cache_k, cache_v, cache_positions, positions,
                             rope_inv_freq, q_norm_scale, k_norm_scale, window=window,
                             scale=scale, eps=float(norm_eps), config=config,
