@@ -45,6 +45,11 @@ class KernelConfig(NamedTuple):
   num_warps: int = 4
   num_stages: int = 1        # Triton software pipelining of the loop (1: none)
   min_programs: int = 512    # the cache is split until B * H * splits reaches this
+  # 1: each loop step loads the next block's slot positions and issues the values' load
+  # with the keys', so the key and value loads wait on no load of the same step (0: load
+  # positions, then keys, then values, each masked by the positions). Untimed (WORKSPACE.md,
+  # issue 15, session 19).
+  prefetch: int = 0
 
 
 def check_config(config: KernelConfig) -> None:
@@ -54,6 +59,8 @@ def check_config(config: KernelConfig) -> None:
     value = getattr(config, name)
     if not isinstance(value, int) or value < 1:
       raise ValueError(f"KernelConfig.{name} must be an int >= 1, got {value!r}")
+  if config.prefetch not in (0, 1):
+    raise ValueError(f"KernelConfig.prefetch must be 0 or 1, got {config.prefetch!r}")
 
 
 def kernel_limits(*, head_dim: int, dtype) -> str | None:
@@ -87,30 +94,47 @@ def _online_update(carry, scores, values):
 
 
 def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: int,
-                 block_k: int, window: int | None, scale: float, skip_slot=None):
+                 block_k: int, window: int | None, scale: float, prefetch: int,
+                 skip_slot=None):
   """The online softmax of query [D] over cache slots [first, first + span) of (b, h), in
   blocks of block_k; slot `skip_slot` (if given) counts as not visible. Returns (max, sum,
-  acc [D]) in float32."""
+  acc [D]) in float32. `prefetch`: `KernelConfig.prefetch`."""
   cache_len, head_dim = k_ref.shape[1], k_ref.shape[-1]
   f32 = jnp.float32
   cols = jnp.arange(head_dim, dtype=jnp.int32)
   lanes = jnp.arange(block_k, dtype=jnp.int32)
 
-  def step(i, carry):
-    slots = first + i * block_k + lanes                               # [BK]
-    k_pos = pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
+  def block_slots(i):
+    return first + i * block_k + lanes                                # [BK]
+
+  def load_positions(slots):
+    return pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
+
+  def block(i, result, k_pos, prefetched):
+    slots = block_slots(i)
     seen = decode_xla.visible(q_pos, k_pos, window)                   # [BK]
     if skip_slot is not None:
       seen &= slots != skip_slot
     rows = (b, slots[:, None], h, cols[None, :])
     mask = jnp.broadcast_to(seen[:, None], (block_k, head_dim))
-    keys = pltriton.load(k_ref.at[rows], mask=mask, other=0).astype(f32)  # [BK, D]
+    load = lambda ref: pltriton.load(ref.at[rows], mask=mask, other=0).astype(f32)  # noqa: E731
+    keys = load(k_ref)                                                # [BK, D]
+    values = load(v_ref) if prefetched else None
     scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
-    values = pltriton.load(v_ref.at[rows], mask=mask, other=0).astype(f32)
-    return _online_update(carry, scores, values)
+    return _online_update(result, scores, load(v_ref) if values is None else values)
 
   init = (jnp.full((), -jnp.inf, f32), jnp.zeros((), f32), jnp.zeros((head_dim,), f32))
-  return jax.lax.fori_loop(0, span // block_k, step, init)
+  steps = span // block_k
+  if not prefetch:
+    return jax.lax.fori_loop(
+        0, steps, lambda i, r: block(i, r, load_positions(block_slots(i)), False), init)
+
+  def step(i, carry):
+    result, k_pos = carry
+    next_pos = load_positions(block_slots(i + 1))  # past the span on the last step: unused
+    return block(i, result, k_pos, True), next_pos
+
+  return jax.lax.fori_loop(0, steps, step, (init, load_positions(block_slots(0))))[0]
 
 
 def _store_partial(acc_ref, stats_ref, b, h, split, result):
@@ -120,11 +144,12 @@ def _store_partial(acc_ref, stats_ref, b, h, split, result):
 
 
 def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, span: int,
-            block_k: int, window: int | None, scale: float):
+            block_k: int, window: int | None, scale: float, prefetch: int):
   b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
   query = q_ref[b, h, :].astype(jnp.float32)  # [D]
   result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos_ref[b], split * span,
-                        span=span, block_k=block_k, window=window, scale=scale)
+                        span=span, block_k=block_k, window=window, scale=scale,
+                        prefetch=prefetch)
   _store_partial(acc_ref, stats_ref, b, h, split, result)
 
 
@@ -146,7 +171,7 @@ def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpr
   splits = -(-cache_len // span)
   acc, stats = pl.pallas_call(
       functools.partial(_kernel, span=span, block_k=config.block_k, window=window,
-                        scale=scale),
+                        scale=scale, prefetch=config.prefetch),
       out_shape=[jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
                  jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32)],
       grid=(batch, heads, splits),
@@ -214,8 +239,8 @@ def _prepared_row(ref, scale_ref, b, h, position, inv_freq, *, eps):
 
 
 def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, span: int,
-                   block_k: int, window: int | None, scale: float, eps: float,
-                   normalize: bool):
+                   block_k: int, window: int | None, scale: float, prefetch: int,
+                   eps: float, normalize: bool):
   if normalize:
     q_scale_ref, k_scale_ref, *refs = refs
   else:
@@ -232,7 +257,8 @@ def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, 
   # that the loop holds no more registers than `_kernel`'s. (Substituting the new row into
   # every block instead made the loop 1.5x slower on the H200: WORKSPACE.md.)
   result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, span=span,
-                        block_k=block_k, window=window, scale=scale, skip_slot=target)
+                        block_k=block_k, window=window, scale=scale, prefetch=prefetch,
+                        skip_slot=target)
   new_key = _prepared_row(k_new_ref, k_scale_ref, b, h, q_pos, inv_freq, eps=eps)
   new_value = v_new_ref[b, 0, h, :].astype(v_ref.dtype).astype(jnp.float32)
   owns_target = (target >= first) & (target < first + span)
@@ -266,7 +292,8 @@ def _append_and_attend(q, k, v, cache_k, cache_v, cache_positions, positions, in
   inputs += [cache_k, cache_v, cache_positions]
   acc, stats, cache_k, cache_v, cache_positions = pl.pallas_call(
       functools.partial(_append_kernel, span=span, block_k=config.block_k, window=window,
-                        scale=scale, eps=eps, normalize=normalize),
+                        scale=scale, prefetch=config.prefetch, eps=eps,
+                        normalize=normalize),
       out_shape=[jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
                  jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32),
                  jax.ShapeDtypeStruct(cache_k.shape, cache_k.dtype),

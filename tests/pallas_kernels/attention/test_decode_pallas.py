@@ -36,6 +36,7 @@ def _inputs(seed, *, batch, cache_len, heads, head_dim, dtype=jnp.float32):
 CONFIGS = [
     decode_pallas.KernelConfig(),  # the default: here every 64-slot block is a split
     decode_pallas.KernelConfig(block_k=16, min_programs=64),  # several splits, ragged tail
+    decode_pallas.KernelConfig(block_k=16, min_programs=64, prefetch=1),  # positions ahead
     decode_pallas.KernelConfig(block_k=32, num_warps=2, min_programs=1),  # one split
 ]
 
@@ -79,6 +80,7 @@ def test_a_query_that_sees_nothing_gets_zeros_and_bf16_rounds_once():
     (dict(window=0), "window must be >= 1"),
     (dict(config=decode_pallas.KernelConfig(block_k=24)), "KernelConfig.block_k"),
     (dict(config=decode_pallas.KernelConfig(min_programs=0)), "KernelConfig.min_programs"),
+    (dict(config=decode_pallas.KernelConfig(prefetch=2)), "KernelConfig.prefetch"),
 ])
 def test_rejects_what_it_cannot_take(kwargs, match):
   head_dim = kwargs.pop("head_dim", 16)
@@ -146,7 +148,7 @@ def test_append_and_attend_lowers_for_gpu_as_one_call_updating_the_cache_in_plac
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32])
-@pytest.mark.parametrize("config", CONFIGS[:2], ids=str)
+@pytest.mark.parametrize("config", CONFIGS[:3], ids=str)
 def test_compiled_kernel_matches_the_twin(dtype, config):
   """On the GPU: 16 heads of 128, a cache of 5,000 slots (not a multiple of any block)."""
   q, k, v, q_pos, k_pos = _inputs(3, batch=2, cache_len=5000, heads=16, head_dim=128,
