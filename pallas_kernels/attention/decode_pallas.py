@@ -216,16 +216,16 @@ def single_query_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_positions
                  config=config, interpret=interpret)
 
 
-def _prepared_row(ref, scale_ref, b, h, position, inv_freq, *, eps):
-  """Row ref[b, 0, h] [D] of a raw projection as the layer forms it, in ref's dtype then
+def _prepared_row(ref, part, scale_ref, b, h, position, inv_freq, *, eps):
+  """Row ref[b, part, h] [D] of a raw projection as the layer forms it, in ref's dtype then
   float32: RMS-normalised times `scale_ref` (if not None), rounded, rotated by
   `position * inv_freq` (`sdm_jax.layers.rotary`: pair (i, i + D/2)), rounded."""
   head_dim = ref.shape[-1]
   half = head_dim // 2
   cols = jnp.arange(head_dim, dtype=jnp.int32)
   partner_cols = jnp.where(cols < half, cols + half, cols - half)
-  row = ref[b, 0, h, :].astype(jnp.float32)
-  partner = pltriton.load(ref.at[b, 0, h, partner_cols]).astype(jnp.float32)
+  row = ref[b, part, h, :].astype(jnp.float32)
+  partner = pltriton.load(ref.at[b, part, h, partner_cols]).astype(jnp.float32)
   if scale_ref is not None:
     inv_rms = jax.lax.rsqrt(jnp.sum(row * row) / head_dim + eps)
     round_trip = lambda x: x.astype(ref.dtype).astype(jnp.float32)  # noqa: E731
@@ -238,7 +238,7 @@ def _prepared_row(ref, scale_ref, b, h, position, inv_freq, *, eps):
   return rotated.astype(ref.dtype).astype(jnp.float32)
 
 
-def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, span: int,
+def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
                    block_k: int, window: int | None, scale: float, prefetch: int,
                    eps: float, normalize: bool):
   if normalize:
@@ -250,7 +250,7 @@ def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, 
   q_pos = q_pos_ref[b]
   target = q_pos % k_ref.shape[1]  # the new token's ring-buffer slot
   inv_freq = inv_freq_ref[:]
-  query = _prepared_row(q_ref, q_scale_ref, b, h, q_pos, inv_freq, eps=eps)
+  query = _prepared_row(qkv_ref, 0, q_scale_ref, b, h, q_pos, inv_freq, eps=eps)
   first = split * span
   # The loop skips the target slot (whatever it held, and whenever the stores below land);
   # its program folds the new token in from registers afterwards, formed after the loop so
@@ -259,8 +259,8 @@ def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, 
   result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, span=span,
                         block_k=block_k, window=window, scale=scale, prefetch=prefetch,
                         skip_slot=target)
-  new_key = _prepared_row(k_new_ref, k_scale_ref, b, h, q_pos, inv_freq, eps=eps)
-  new_value = v_new_ref[b, 0, h, :].astype(v_ref.dtype).astype(jnp.float32)
+  new_key = _prepared_row(qkv_ref, 1, k_scale_ref, b, h, q_pos, inv_freq, eps=eps)
+  new_value = qkv_ref[b, 2, h, :].astype(v_ref.dtype).astype(jnp.float32)
   owns_target = (target >= first) & (target < first + span)
   new_score = jnp.where(owns_target & decode_xla.visible(q_pos, q_pos, window),
                         jnp.sum(query * new_key) * scale, -jnp.inf)
@@ -278,14 +278,13 @@ def _append_kernel(q_pos_ref, q_ref, k_new_ref, v_new_ref, inv_freq_ref, *refs, 
 
 
 @functools.partial(jax.jit, static_argnames=("window", "scale", "eps", "config", "interpret"))
-def _append_and_attend(q, k, v, cache_k, cache_v, cache_positions, positions, inv_freq,
+def _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions, inv_freq,
                        q_norm_scale, k_norm_scale, *, window, scale, eps, config, interpret):
   batch, cache_len, heads, head_dim = cache_k.shape
   span = split_span(cache_len, batch * heads, config)
   splits = -(-cache_len // span)
   normalize = q_norm_scale is not None
-  inputs = [positions[:, 0].astype(jnp.int32), q, k, v,
-            jnp.tile(inv_freq.astype(jnp.float32), 2)]
+  inputs = [positions[:, 0].astype(jnp.int32), qkv, jnp.tile(inv_freq.astype(jnp.float32), 2)]
   if normalize:
     inputs += [q_norm_scale, k_norm_scale]
   first_cache = len(inputs)
@@ -305,12 +304,12 @@ def _append_and_attend(q, k, v, cache_k, cache_v, cache_positions, positions, in
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
                                              num_stages=config.num_stages),
   )(*inputs)
-  return _combine(acc, stats)[:, None].astype(q.dtype), cache_k, cache_v, cache_positions
+  return _combine(acc, stats)[:, None].astype(qkv.dtype), cache_k, cache_v, cache_positions
 
 
-def append_and_attend(q: jax.Array, k: jax.Array, v: jax.Array, cache_k: jax.Array,
-                      cache_v: jax.Array, cache_positions: jax.Array, positions: jax.Array,
-                      *, rope_inv_freq: jax.Array, q_norm_scale: jax.Array | None = None,
+def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
+                      cache_positions: jax.Array, positions: jax.Array, *,
+                      rope_inv_freq: jax.Array, q_norm_scale: jax.Array | None = None,
                       k_norm_scale: jax.Array | None = None, norm_eps: float = 1e-6,
                       window: int | None = None, scale: float | None = None,
                       config: KernelConfig | None = None, interpret: bool | None = None):
@@ -326,7 +325,9 @@ def append_and_attend(q: jax.Array, k: jax.Array, v: jax.Array, cache_k: jax.Arr
   decode path without this kernel is the reference).
 
   Args:
-    q, k, v: [B, 1, H, D] the new token's raw projections.
+    qkv: [B', 3, H, D] the new token's raw projections q, k, v stacked, B' >= B: rows past
+      the cache's B are ignored (batch-1 decoding projects two rows), so the layer passes
+      its projections' output as it is, with no slicing launch.
     cache_k, cache_v: [B, L, H, D]; cache_positions [B, L] (negative = empty). Updated in
       place when the caller donates them (a jitted decode step with its cache donated).
     positions: [B, 1] the new token's positions.
@@ -335,26 +336,26 @@ def append_and_attend(q: jax.Array, k: jax.Array, v: jax.Array, cache_k: jax.Arr
     window, scale: as `single_query_attention`.
 
   Returns:
-    (o [B, 1, H, D] in q.dtype, cache_k, cache_v, cache_positions).
+    (o [B, 1, H, D] in qkv's dtype, cache_k, cache_v, cache_positions).
   """
-  if q.ndim != 4 or q.shape[1] != 1 or q.shape != k.shape or q.shape != v.shape:
-    raise ValueError(f"q, k and v must be [B, 1, H, D] alike, got {q.shape}, {k.shape}, "
-                     f"{v.shape}")
-  if cache_k.shape != cache_v.shape or (cache_k.shape[0], *cache_k.shape[2:]) != (
-      q.shape[0], *q.shape[2:]):
-    raise ValueError(f"cache_k and cache_v must be [B, L, H, D] caches matching q "
-                     f"{q.shape}, got {cache_k.shape} and {cache_v.shape}")
-  if cache_positions.shape != cache_k.shape[:2] or positions.shape != (q.shape[0], 1):
+  if cache_k.ndim != 4 or cache_k.shape != cache_v.shape:
+    raise ValueError(f"cache_k and cache_v must be [B, L, H, D] alike, got {cache_k.shape} "
+                     f"and {cache_v.shape}")
+  batch, _, heads, head_dim = cache_k.shape
+  if qkv.ndim != 4 or qkv.shape[0] < batch or qkv.shape[1:] != (3, heads, head_dim):
+    raise ValueError(f"qkv must be [B', 3, H, D] with B' >= B = {batch}, H = {heads}, D = "
+                     f"{head_dim} (the cache's), got {qkv.shape}")
+  if cache_positions.shape != cache_k.shape[:2] or positions.shape != (batch, 1):
     raise ValueError(f"cache_positions must be [B, L] = {cache_k.shape[:2]} and positions "
                      f"[B, 1], got {cache_positions.shape} and {positions.shape}")
-  if rope_inv_freq.shape != (q.shape[-1] // 2,):
-    raise ValueError(f"rope_inv_freq must be [D / 2] = [{q.shape[-1] // 2}], got "
+  if rope_inv_freq.shape != (head_dim // 2,):
+    raise ValueError(f"rope_inv_freq must be [D / 2] = [{head_dim // 2}], got "
                      f"{rope_inv_freq.shape}")
   if (q_norm_scale is None) != (k_norm_scale is None):
     raise ValueError("q_norm_scale and k_norm_scale must be given together (or neither)")
-  scale, config, interpret = _checked_settings(q, (q, k, v, cache_k), window, scale, config,
+  scale, config, interpret = _checked_settings(qkv, (qkv, cache_k), window, scale, config,
                                               interpret)
-  return _append_and_attend(q, k, v, cache_k, cache_v, cache_positions, positions,
+  return _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions,
                             rope_inv_freq, q_norm_scale, k_norm_scale, window=window,
                             scale=scale, eps=float(norm_eps), config=config,
                             interpret=interpret)

@@ -104,24 +104,25 @@ def test_gpu_kernel_lowers_for_gpu_without_copying_the_cache(window):
   assert "transpose" not in lowered
 
 
-def _step_operands(*, batch=1, cache_len=8, heads=1, head_dim=16, dtype=jnp.float32):
-  """Shapes of `append_and_attend`'s operands (q, k, v, cache k, v, positions, positions)."""
+def _step_operands(*, batch=1, cache_len=8, heads=1, head_dim=16, dtype=jnp.float32,
+                   qkv_rows=None):
+  """Shapes of `append_and_attend`'s operands (qkv, cache k, v, positions, positions)."""
   sd = jax.ShapeDtypeStruct
-  token, cache = sd((batch, 1, heads, head_dim), dtype), sd((batch, cache_len, heads,
-                                                            head_dim), dtype)
-  return (token, token, token, cache, cache, sd((batch, cache_len), jnp.int32),
-          sd((batch, 1), jnp.int32))
+  cache = sd((batch, cache_len, heads, head_dim), dtype)
+  return (sd((batch if qkv_rows is None else qkv_rows, 3, heads, head_dim), dtype), cache,
+          cache, sd((batch, cache_len), jnp.int32), sd((batch, 1), jnp.int32))
 
 
 @pytest.mark.parametrize("change,kwargs,match", [
     (dict(head_dim=8), {}, "head dim D must be a power of two >= 16"),
+    (dict(batch=2, qkv_rows=1), {}, "qkv must be"),
     ({}, dict(rope_inv_freq=jnp.ones(16)), "rope_inv_freq must be"),
     ({}, dict(q_norm_scale=jnp.ones(16)), "given together"),
     ({}, dict(window=0), "window must be >= 1"),
 ])
 def test_append_and_attend_rejects_what_it_cannot_take(change, kwargs, match):
   operands = _step_operands(**change)
-  kwargs = dict(dict(rope_inv_freq=jnp.ones(operands[0].shape[-1] // 2)), **kwargs)
+  kwargs = dict(dict(rope_inv_freq=jnp.ones(operands[1].shape[-1] // 2)), **kwargs)
   with pytest.raises(ValueError, match=match):
     jax.eval_shape(lambda *a: decode_pallas.append_and_attend(*a, **kwargs), *operands)
 
@@ -130,7 +131,7 @@ def test_append_and_attend_lowers_for_gpu_as_one_call_updating_the_cache_in_plac
   """At the decode benchmark's largest shape, on a CPU: one Triton call, no transpose, and
   the cache's three arrays aliased to its outputs (so a donated cache is never copied)."""
   operands = _step_operands(batch=8, cache_len=131072, heads=16, head_dim=128,
-                            dtype=jnp.bfloat16)
+                            dtype=jnp.bfloat16, qkv_rows=9)
   scale = jax.ShapeDtypeStruct((128,), jnp.float32)
 
   def step(*args):
@@ -139,7 +140,7 @@ def test_append_and_attend_lowers_for_gpu_as_one_call_updating_the_cache_in_plac
                                            q_norm_scale=q_scale, k_norm_scale=k_scale,
                                            interpret=False)
 
-  lowered = jax.jit(step, donate_argnums=(3, 4, 5)).trace(*operands, scale, scale).lower(
+  lowered = jax.jit(step, donate_argnums=(1, 2, 3)).trace(*operands, scale, scale).lower(
       lowering_platforms=("cuda",)).as_text()
   assert lowered.count("__gpu$xla.gpu.triton") == 1
   assert "transpose" not in lowered

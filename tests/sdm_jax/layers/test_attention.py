@@ -161,28 +161,34 @@ def _norm_rotary_write_attend(q, k, v, cache, positions, *, scales, base, window
   return o, cache
 
 
-def _append_and_attend(q, k, v, cache, positions, *, scales, base, window, **kwargs):
+def _append_and_attend(q, k, v, cache, positions, *, scales, base, window, padded_rows=0,
+                       **kwargs):
+  """`append_and_attend` of q, k, v stacked, with `padded_rows` rows of noise appended (the
+  kernel must ignore them)."""
+  qkv = jnp.concatenate([q, k, v], axis=1)
+  noise = jax.random.normal(jax.random.PRNGKey(9), (padded_rows, *qkv.shape[1:]), qkv.dtype)
   norm = {} if scales is None else dict(q_norm_scale=scales[0], k_norm_scale=scales[1])
-  o, *updated = append_and_attend(q, k, v, *cache, positions, window=window,
+  o, *updated = append_and_attend(jnp.concatenate([qkv, 100 * noise]), *cache, positions,
+                                  window=window,
                                   rope_inv_freq=inverse_frequencies(q.shape[-1], base),
                                   **norm, **kwargs)
   return o, AttentionCache(*updated)
 
 
-@pytest.mark.parametrize("window,normalize,dtype,prefetch", [
-    (None, True, jnp.float32, 0), (7, True, jnp.float32, 1), (None, False, jnp.float32, 0),
-    (7, True, jnp.bfloat16, 0)])
+@pytest.mark.parametrize("window,normalize,dtype,prefetch,padded_rows", [
+    (None, True, jnp.float32, 0, 0), (7, True, jnp.float32, 1, 1),
+    (None, False, jnp.float32, 0, 0), (7, True, jnp.bfloat16, 0, 2)])
 def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize, dtype,
-                                                               prefetch):
+                                                               prefetch, padded_rows):
   """The fused decode step (interpret mode here) against its reference on random inputs:
   several splits (blocks of 16, the new slot in a later one), a wrapped ring buffer, a cache
-  still filling."""
+  still filling, rows of qkv past the batch (ignored)."""
   q, k, v, cache, positions, scales = _decode_step_inputs(
       0, batch_positions=[45, 7, 33], cache_len=40, heads=2, head_dim=16, dtype=dtype)
   scales = scales if normalize else None
   config = decode_pallas.KernelConfig(block_k=16, min_programs=8, prefetch=prefetch)
   got_o, got = _append_and_attend(q, k, v, cache, positions, scales=scales, base=100.0,
-                                  window=window, config=config)
+                                  window=window, config=config, padded_rows=padded_rows)
   want_o, want = _norm_rotary_write_attend(q, k, v, cache, positions, scales=scales,
                                            base=100.0, window=window)
   tolerance = 1e-5 if dtype == jnp.float32 else 2e-2
