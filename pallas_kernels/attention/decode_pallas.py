@@ -36,7 +36,10 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.attention import decode_xla
-from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two
+from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two, next_power_of_two
+
+
+COMBINES = ("xla", "kernel")
 
 
 class KernelConfig(NamedTuple):
@@ -50,6 +53,10 @@ class KernelConfig(NamedTuple):
   # positions, then keys, then values, each masked by the positions). Untimed (WORKSPACE.md,
   # issue 15, session 19).
   prefetch: int = 0
+  # How the splits' partial results are combined: "xla" (a few XLA reductions) or "kernel"
+  # (one small Pallas launch per step, grid (rows, H), which also writes the zero rows
+  # `append_and_attend` returns past the batch). Untimed (WORKSPACE.md, issue 15, session 19).
+  combine: str = "xla"
 
 
 def check_config(config: KernelConfig) -> None:
@@ -61,6 +68,9 @@ def check_config(config: KernelConfig) -> None:
       raise ValueError(f"KernelConfig.{name} must be an int >= 1, got {value!r}")
   if config.prefetch not in (0, 1):
     raise ValueError(f"KernelConfig.prefetch must be 0 or 1, got {config.prefetch!r}")
+  if config.combine not in COMBINES:
+    raise ValueError(f"KernelConfig.combine must be one of {COMBINES}, got "
+                     f"{config.combine!r}")
 
 
 def kernel_limits(*, head_dim: int, dtype) -> str | None:
@@ -164,6 +174,44 @@ def _combine(acc, stats):
   return jnp.where(norm > 0, out / jnp.where(norm > 0, norm, 1.0), 0.0)
 
 
+def _combine_kernel(acc_ref, stats_ref, out_ref, *, batch: int, splits_block: int):
+  """`_combine` for one (row, head) of grid (rows, H); rows past `batch` get zeros."""
+  b, h = pl.program_id(0), pl.program_id(1)
+  splits, head_dim = acc_ref.shape[2], acc_ref.shape[3]
+  split = jnp.arange(splits_block, dtype=jnp.int32)
+  valid = split < splits
+  row = jnp.minimum(b, batch - 1)
+  best = pltriton.load(stats_ref.at[row, h, split, 0], mask=valid, other=-jnp.inf)
+  total = pltriton.load(stats_ref.at[row, h, split, 1], mask=valid, other=0.0)
+  cols = jnp.arange(head_dim, dtype=jnp.int32)
+  acc = pltriton.load(acc_ref.at[row, h, split[:, None], cols[None, :]],
+                      mask=jnp.broadcast_to(valid[:, None], (splits_block, head_dim)),
+                      other=0.0)                                       # [SB, D]
+  overall = jnp.max(best)
+  weight = jnp.where(best == -jnp.inf, 0.0,
+                     jnp.exp(best - jnp.where(overall == -jnp.inf, 0.0, overall)))
+  norm = jnp.sum(weight * total)
+  out = jnp.sum(weight[:, None] * acc, axis=0)
+  out = jnp.where((norm > 0) & (b < batch), out / jnp.where(norm > 0, norm, 1.0), 0.0)
+  out_ref[b, 0, h, :] = out.astype(out_ref.dtype)
+
+
+def _combined(acc, stats, rows: int, dtype, config: KernelConfig, interpret: bool):
+  """The splits' partial results acc [B, H, splits, D], stats [B, H, splits, 2] combined
+  into o [rows >= B, 1, H, D] in `dtype`, rows past B zero (`KernelConfig.combine`)."""
+  batch, heads, splits, head_dim = acc.shape
+  if config.combine == "xla":
+    out = _combine(acc, stats)[:, None].astype(dtype)
+    return jnp.pad(out, ((0, rows - batch), (0, 0), (0, 0), (0, 0)))
+  return pl.pallas_call(
+      functools.partial(_combine_kernel, batch=batch, splits_block=next_power_of_two(splits)),
+      out_shape=jax.ShapeDtypeStruct((rows, 1, heads, head_dim), dtype),
+      grid=(rows, heads),
+      interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
+  )(acc, stats)
+
+
 @functools.partial(jax.jit, static_argnames=("window", "scale", "config", "interpret"))
 def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpret):
   batch, cache_len, heads, head_dim = k.shape
@@ -179,7 +227,7 @@ def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpr
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
                                              num_stages=config.num_stages),
   )(q_positions[:, 0].astype(jnp.int32), q[:, 0], k, v, k_positions.astype(jnp.int32))
-  return _combine(acc, stats)[:, None].astype(q.dtype)
+  return _combined(acc, stats, batch, q.dtype, config, interpret)
 
 
 def _checked_settings(q, operands, window, scale, config, interpret):
@@ -304,7 +352,8 @@ def _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions, inv_fr
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
                                              num_stages=config.num_stages),
   )(*inputs)
-  return _combine(acc, stats)[:, None].astype(qkv.dtype), cache_k, cache_v, cache_positions
+  o = _combined(acc, stats, qkv.shape[0], qkv.dtype, config, interpret)
+  return o, cache_k, cache_v, cache_positions
 
 
 def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
@@ -336,7 +385,8 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
     window, scale: as `single_query_attention`.
 
   Returns:
-    (o [B, 1, H, D] in qkv's dtype, cache_k, cache_v, cache_positions).
+    (o [B', 1, H, D] in qkv's dtype (rows past B zero, as the padded rows of a batch-1
+    decode step want them), cache_k, cache_v, cache_positions).
   """
   if cache_k.ndim != 4 or cache_k.shape != cache_v.shape:
     raise ValueError(f"cache_k and cache_v must be [B, L, H, D] alike, got {cache_k.shape} "
@@ -361,5 +411,5 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
                             interpret=interpret)
 
 
-__all__ = ["KernelConfig", "append_and_attend", "check_config", "kernel_limits",
+__all__ = ["COMBINES", "KernelConfig", "append_and_attend", "check_config", "kernel_limits",
            "single_query_attention", "split_span"]

@@ -250,12 +250,13 @@ class Attention(nn.Module):
                       k_norm_scale=self.k_norm.variables["params"]["scale"],
                       norm_eps=self.q_norm.eps)
       # The three projections stacked, padded rows and all: on a GPU XLA merges the three
-      # GEMMs into one whose output this is, so nothing is sliced or copied.
+      # GEMMs into one whose output this is, so nothing is sliced or copied; o comes back
+      # with the same rows (the padding zero).
       o, *cache = decode_attention.append_and_attend(
           jnp.concatenate(raw, axis=1), cache.k, cache.v, cache.positions, positions,
           window=self.window, rope_inv_freq=inverse_frequencies(self.head_dim, self.rope_base),
           **scales)
-      return self._output(pad(o))[:batch], AttentionCache(*cache)
+      return self._output(o)[:batch], AttentionCache(*cache)
     q, k, v = self._prepare(x, positions, kv_hook, q, k, v)
     cache = write_cache(cache, k, v, positions)
     o = decode_attention.single_query_attention(q, cache.k, cache.v, positions,

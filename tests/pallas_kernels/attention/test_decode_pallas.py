@@ -36,7 +36,8 @@ def _inputs(seed, *, batch, cache_len, heads, head_dim, dtype=jnp.float32):
 CONFIGS = [
     decode_pallas.KernelConfig(),  # the default: here every 64-slot block is a split
     decode_pallas.KernelConfig(block_k=16, min_programs=64),  # several splits, ragged tail
-    decode_pallas.KernelConfig(block_k=16, min_programs=64, prefetch=1),  # positions ahead
+    # positions a block ahead, the splits combined by a kernel
+    decode_pallas.KernelConfig(block_k=16, min_programs=64, prefetch=1, combine="kernel"),
     decode_pallas.KernelConfig(block_k=32, num_warps=2, min_programs=1),  # one split
 ]
 
@@ -81,6 +82,7 @@ def test_a_query_that_sees_nothing_gets_zeros_and_bf16_rounds_once():
     (dict(config=decode_pallas.KernelConfig(block_k=24)), "KernelConfig.block_k"),
     (dict(config=decode_pallas.KernelConfig(min_programs=0)), "KernelConfig.min_programs"),
     (dict(config=decode_pallas.KernelConfig(prefetch=2)), "KernelConfig.prefetch"),
+    (dict(config=decode_pallas.KernelConfig(combine="sum")), "KernelConfig.combine"),
 ])
 def test_rejects_what_it_cannot_take(kwargs, match):
   head_dim = kwargs.pop("head_dim", 16)

@@ -164,7 +164,7 @@ def _norm_rotary_write_attend(q, k, v, cache, positions, *, scales, base, window
 def _append_and_attend(q, k, v, cache, positions, *, scales, base, window, padded_rows=0,
                        **kwargs):
   """`append_and_attend` of q, k, v stacked, with `padded_rows` rows of noise appended (the
-  kernel must ignore them)."""
+  kernel must ignore them and return zero rows for them)."""
   qkv = jnp.concatenate([q, k, v], axis=1)
   noise = jax.random.normal(jax.random.PRNGKey(9), (padded_rows, *qkv.shape[1:]), qkv.dtype)
   norm = {} if scales is None else dict(q_norm_scale=scales[0], k_norm_scale=scales[1])
@@ -175,20 +175,25 @@ def _append_and_attend(q, k, v, cache, positions, *, scales, base, window, padde
   return o, AttentionCache(*updated)
 
 
-@pytest.mark.parametrize("window,normalize,dtype,prefetch,padded_rows", [
-    (None, True, jnp.float32, 0, 0), (7, True, jnp.float32, 1, 1),
-    (None, False, jnp.float32, 0, 0), (7, True, jnp.bfloat16, 0, 2)])
+@pytest.mark.parametrize("window,normalize,dtype,prefetch,combine,padded_rows", [
+    (None, True, jnp.float32, 0, "xla", 0), (7, True, jnp.float32, 1, "kernel", 1),
+    (None, False, jnp.float32, 0, "kernel", 0), (7, True, jnp.bfloat16, 0, "xla", 2)])
 def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize, dtype,
-                                                               prefetch, padded_rows):
+                                                               prefetch, combine,
+                                                               padded_rows):
   """The fused decode step (interpret mode here) against its reference on random inputs:
   several splits (blocks of 16, the new slot in a later one), a wrapped ring buffer, a cache
   still filling, rows of qkv past the batch (ignored)."""
   q, k, v, cache, positions, scales = _decode_step_inputs(
       0, batch_positions=[45, 7, 33], cache_len=40, heads=2, head_dim=16, dtype=dtype)
   scales = scales if normalize else None
-  config = decode_pallas.KernelConfig(block_k=16, min_programs=8, prefetch=prefetch)
+  config = decode_pallas.KernelConfig(block_k=16, min_programs=8, prefetch=prefetch,
+                                      combine=combine)
   got_o, got = _append_and_attend(q, k, v, cache, positions, scales=scales, base=100.0,
                                   window=window, config=config, padded_rows=padded_rows)
+  assert got_o.shape[0] == q.shape[0] + padded_rows
+  np.testing.assert_array_equal(np.asarray(got_o[q.shape[0]:], np.float32), 0.0)
+  got_o = got_o[:q.shape[0]]
   want_o, want = _norm_rotary_write_attend(q, k, v, cache, positions, scales=scales,
                                            base=100.0, window=window)
   tolerance = 1e-5 if dtype == jnp.float32 else 2e-2
@@ -203,14 +208,14 @@ def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32])
 def test_compiled_append_and_attend_equals_its_reference(dtype):
   """On the GPU, jitted with the cache donated: 16 heads of 128, 5,000 slots; positions
-  loaded a block ahead with the window."""
-  for window, prefetch in ((None, 0), (700, 1)):
+  loaded a block ahead and the splits combined by the kernel with the window."""
+  for window, prefetch, combine in ((None, 0, "xla"), (700, 1, "kernel")):
     inputs = _decode_step_inputs(1, batch_positions=[5003, 4100], cache_len=5000, heads=16,
                                  head_dim=128, dtype=dtype)
     *args, scales = inputs
     kwargs = dict(scales=scales, base=10_000.0, window=window)
     want_o, want = jax.jit(functools.partial(_norm_rotary_write_attend, **kwargs))(*args)
-    config = decode_pallas.KernelConfig(prefetch=prefetch)
+    config = decode_pallas.KernelConfig(prefetch=prefetch, combine=combine)
     got_o, got = jax.jit(functools.partial(_append_and_attend, config=config, **kwargs),
                          donate_argnums=3)(*args)
     np.testing.assert_array_equal(got.positions, want.positions)
