@@ -151,6 +151,11 @@ PRESETS = {
     # N = 2^14 (failed at 3e-3): --config.sdm_slots=16384 (~7 ms per step).
     "mqar512_balance": _mqar512(mixers="M", sdm_slots=(262144,), peak_lrs=(3e-3,),
                                 seeds=(0, 1, 2), sdm_balance_weight=0.01),
+    # The balance did not help (WORKSPACE.md, session 19): every failed SDM run sits at the
+    # chance loss from the start, and 1e-3 trains none of them, so higher rates: N = 2^12
+    # and 2^18 at 6e-3 and 1e-2, seed 0 (6.0 + 13.1 ms per step, measured at 3e-3): per
+    # rate 6000 x 19.1 ms = 115 s + 50 s = 165 s; 330 s.
+    "mqar512_high_lr": _mqar512(mixers="M", sdm_slots=(4096, 262144), peak_lrs=(6e-3, 1e-2)),
     # ... and of G K = 32, 64 at theirs, 1e-3 (2.8-3.3 ms): per seed 2 x (6000 x 3 ms + 25 s)
     # = 86 s; 172 s.
     "mqar512_seeds_gdn": _mqar512(mixers="G", gdn_head_dims=(32, 64), peak_lrs=(1e-3,),
