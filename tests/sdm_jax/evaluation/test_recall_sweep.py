@@ -31,6 +31,17 @@ def test_each_knob_grows_only_its_mixers_state():
     assert (model.d_model, model.num_layers, model.layer_kinds) == (32, 2, "S" + point["mixer"])
 
 
+def test_every_preset_builds_its_points():
+  """What each study command would train, checked without training: every preset's
+  settings are complete and valid and give at least one point."""
+  for name, preset in sweep_config.PRESETS.items():
+    points = recall_sweep.sweep_points(dict(preset))
+    assert points, name
+  high_lr = recall_sweep.sweep_points(dict(sweep_config.PRESETS["mqar512_high_lr"]))
+  assert sorted((p["name"], p["peak_lr"]) for p in high_lr) == [
+      ("M_N262144", 6e-3), ("M_N262144", 1e-2), ("M_N4096", 6e-3), ("M_N4096", 1e-2)]
+
+
 def test_points_refuse_knobs_their_mixer_cannot_take():
   settings = dict(sweep_config.PRESETS["smoke"], mixers=["G"], gdn_head_dims=[12])
   with pytest.raises(ValueError, match="gdn_head_dims: 12 does not divide d_model 32"):
