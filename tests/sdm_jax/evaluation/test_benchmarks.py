@@ -48,7 +48,8 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
   for key in ("xla_fwd_ms", "xla_fwd_bwd_ms", "lax_top_k_2s_fwd_ms"):
     assert shape[key] > 0, key
   default, scan = shape["pallas_gpu"]
-  assert default["tiling"] == "default" and default["block_rows"] == topk_pallas.KernelConfig().block_rows
+  assert default["tiling"] == "default"
+  assert default["block_rows"] == topk_pallas.KernelConfig().block_rows
   assert (scan["block_rows"], scan["half_select"]) == (2, "scan")
   for kernel in (default, scan):
     assert kernel["same_ids_as_xla"]
