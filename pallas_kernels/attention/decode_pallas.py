@@ -130,9 +130,11 @@ def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: in
     mask = jnp.broadcast_to(seen[:, None], (block_k, head_dim))
     load = lambda ref: pltriton.load(ref.at[rows], mask=mask, other=0).astype(f32)  # noqa: E731
     keys = load(k_ref)                                                # [BK, D]
-    values = load(v_ref) if prefetched else None
+    values = load(v_ref) if prefetched else None  # issued with the keys' load
     scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
-    return _online_update(result, scores, load(v_ref) if values is None else values)
+    if values is None:  # without prefetch: after the scores, as the loop always did
+      values = load(v_ref)
+    return _online_update(result, scores, values)
 
   init = (jnp.full((), -jnp.inf, f32), jnp.zeros((), f32), jnp.zeros((head_dim,), f32))
   steps = span // block_k
@@ -164,15 +166,21 @@ def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, sp
   _store_partial(acc_ref, stats_ref, b, h, split, result)
 
 
-def _combine(acc, stats):
-  """acc [B, H, splits, D], stats [B, H, splits, 2] (max, sum) -> [B, H, D] float32."""
-  best, total = stats[..., 0], stats[..., 1]
+def _merge_splits(best, total, acc):
+  """The splits' (max [..., S], sum [..., S], acc [..., S, D]) -> o [..., D] float32 (zeros
+  where no split saw a key): what `_combine` computes in XLA and `_combine_kernel` per
+  program."""
   overall = jnp.max(best, axis=-1, keepdims=True)
   weight = jnp.where(best == -jnp.inf, 0.0,
                      jnp.exp(best - jnp.where(overall == -jnp.inf, 0.0, overall)))
-  norm = jnp.sum(weight * total, axis=-1)[..., None]
+  norm = jnp.sum(weight * total, axis=-1, keepdims=True)
   out = jnp.sum(weight[..., None] * acc, axis=-2)
   return jnp.where(norm > 0, out / jnp.where(norm > 0, norm, 1.0), 0.0)
+
+
+def _combine(acc, stats):
+  """acc [B, H, splits, D], stats [B, H, splits, 2] (max, sum) -> [B, H, D] float32."""
+  return _merge_splits(stats[..., 0], stats[..., 1], acc)
 
 
 def _combine_kernel(acc_ref, stats_ref, out_ref, *, batch: int, splits_block: int):
@@ -188,12 +196,7 @@ def _combine_kernel(acc_ref, stats_ref, out_ref, *, batch: int, splits_block: in
   acc = pltriton.load(acc_ref.at[row, h, split[:, None], cols[None, :]],
                       mask=jnp.broadcast_to(valid[:, None], (splits_block, head_dim)),
                       other=0.0)                                       # [SB, D]
-  overall = jnp.max(best)
-  weight = jnp.where(best == -jnp.inf, 0.0,
-                     jnp.exp(best - jnp.where(overall == -jnp.inf, 0.0, overall)))
-  norm = jnp.sum(weight * total)
-  out = jnp.sum(weight[:, None] * acc, axis=0)
-  out = jnp.where((norm > 0) & (b < batch), out / jnp.where(norm > 0, norm, 1.0), 0.0)
+  out = jnp.where(b < batch, _merge_splits(best, total, acc), 0.0)
   out_ref[b, 0, h, :] = out.astype(out_ref.dtype)
 
 
@@ -213,16 +216,25 @@ def _combined(acc, stats, rows: int, dtype, config: KernelConfig, interpret: boo
   )(acc, stats)
 
 
-@functools.partial(jax.jit, static_argnames=("window", "scale", "config", "interpret"))
-def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpret):
-  batch, cache_len, heads, head_dim = k.shape
+def _split_partials(cache_shape, config: KernelConfig):
+  """(span, splits, out shapes of the partial results acc [B, H, splits, D] and stats
+  [B, H, splits, 2]) of a kernel over a cache [B, L, H, D]: what both entry points launch."""
+  batch, cache_len, heads, head_dim = cache_shape
   span = split_span(cache_len, batch * heads, config)
   splits = -(-cache_len // span)
+  return span, splits, [
+      jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
+      jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32)]
+
+
+@functools.partial(jax.jit, static_argnames=("window", "scale", "config", "interpret"))
+def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpret):
+  batch, _, heads, _ = k.shape
+  span, splits, partials = _split_partials(k.shape, config)
   acc, stats = pl.pallas_call(
       functools.partial(_kernel, span=span, block_k=config.block_k, window=window,
                         scale=scale, prefetch=config.prefetch),
-      out_shape=[jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
-                 jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32)],
+      out_shape=partials,
       grid=(batch, heads, splits),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
@@ -329,9 +341,8 @@ def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
 @functools.partial(jax.jit, static_argnames=("window", "scale", "eps", "config", "interpret"))
 def _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions, inv_freq,
                        q_norm_scale, k_norm_scale, *, window, scale, eps, config, interpret):
-  batch, cache_len, heads, head_dim = cache_k.shape
-  span = split_span(cache_len, batch * heads, config)
-  splits = -(-cache_len // span)
+  batch, _, heads, _ = cache_k.shape
+  span, splits, partials = _split_partials(cache_k.shape, config)
   normalize = q_norm_scale is not None
   inputs = [positions[:, 0].astype(jnp.int32), qkv, jnp.tile(inv_freq.astype(jnp.float32), 2)]
   if normalize:
@@ -342,11 +353,8 @@ def _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions, inv_fr
       functools.partial(_append_kernel, span=span, block_k=config.block_k, window=window,
                         scale=scale, prefetch=config.prefetch, eps=eps,
                         normalize=normalize),
-      out_shape=[jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
-                 jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32),
-                 jax.ShapeDtypeStruct(cache_k.shape, cache_k.dtype),
-                 jax.ShapeDtypeStruct(cache_v.shape, cache_v.dtype),
-                 jax.ShapeDtypeStruct(cache_positions.shape, cache_positions.dtype)],
+      out_shape=partials + [jax.ShapeDtypeStruct(x.shape, x.dtype)
+                            for x in (cache_k, cache_v, cache_positions)],
       grid=(batch, heads, splits),
       input_output_aliases={first_cache: 2, first_cache + 1: 3, first_cache + 2: 4},
       interpret=interpret,
