@@ -51,7 +51,7 @@ _SDM_TOPK_IMPL = flags.DEFINE_string("sdm_topk_impl", "auto", "SDM product-key t
 _ATTENTION_DECODE_IMPL = flags.DEFINE_string(
     "attention_decode_impl", "auto", "A/S decode attention impl (sdm_jax.ops.decode_attention).")
 _TOP_OPS = flags.DEFINE_integer("top_ops", 0, "Also list this many costliest device ops of "
-                                "one step (a profiler trace; empty on CPU).")
+                                "a scanned step, per token (a profiler trace; empty on CPU).")
 _MODELS = flags.DEFINE_list("models", ["sdm_small", "gdn_small", "hybrid_attn_small"],
                             "Experiment configs whose whole-model decoding is timed (tokens/s); "
                             "empty to skip.")

@@ -51,7 +51,7 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
   `warmup`, one jitted call per token (host dispatch included); "scan_step_ms": per token
   of SCAN_STEPS steps in one jitted `lax.scan` (as `generate` decodes, each step's output
   fed into the next step's input so none can be skipped); with the cache's bytes per
-  sequence, and with `top_ops` > 0 the costliest device ops of a step
+  sequence, and with `top_ops` > 0 the costliest device ops of a scanned step, per token
   (`timing.device_time_by_op`). `cast_kernels`: Dense kernels stored in the compute dtype,
   as `generate` decodes (`dense_kernels_in`); False keeps them float32."""
   if config.num_layers != 1:
@@ -86,7 +86,7 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
 
   for _ in range(warmup):
     y, cache = step(params, x, positions, cache)
-  jax.block_until_ready((y, cache))
+  jax.block_until_ready(cache)
   samples = []
   for _ in range(repeats):
     start = time.perf_counter()
@@ -105,13 +105,16 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
             "scan_step_ms": statistics.median(scan_samples),
             "cache_bytes_per_sequence": cache_bytes // batch}
   if top_ops:
+    # The scanned steps are profiled (the per-call step is another module with other
+    # fusions and launches), per token: each row's ms and count over SCAN_STEPS.
     state = {"cache": cache}
 
-    def one_step():  # the donated cache is replaced by each step's result
-      y, state["cache"] = step(params, x, positions, state["cache"])
+    def scan_call():  # the donated cache is replaced by each call's result
+      y, state["cache"] = scanned_steps(params, state["cache"])
       return y, state["cache"]
 
-    result["top_ops"] = timing.device_time_by_op(one_step, top=top_ops)
+    result["top_ops"] = [{**row, "ms": row["ms"] / SCAN_STEPS, "count": row["count"] / SCAN_STEPS}
+                         for row in timing.device_time_by_op(scan_call, top=top_ops)]
   return result
 
 
