@@ -9,7 +9,8 @@ softmax and writes its partial result,
 
   m_s = max scores,   l_s = sum exp(score - m_s),   acc_s = sum exp(score - m_s) v,
 
-and the splits are combined (by XLA, or a second small kernel: `KernelConfig.combine`):
+and a second small kernel combines the splits (one launch where XLA took three reductions
+and a padding, the same speed on the H200: WORKSPACE.md, issue 15, session 20):
 o = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max m_s.
 Scores are q . k (float32 products summed over D: one query gives no matmul), masked by
 the slots' positions with `decode_xla.visible`, the rule of both paths. Loads of keys and
@@ -40,8 +41,6 @@ from pallas_kernels.attention import decode_xla
 from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two, next_power_of_two
 
 
-COMBINES = ("xla", "kernel")
-
 
 class KernelConfig(NamedTuple):
   """Tiling of the kernel (block_k and num_warps powers of two)."""
@@ -49,15 +48,6 @@ class KernelConfig(NamedTuple):
   num_warps: int = 4
   num_stages: int = 1        # Triton software pipelining of the loop (1: none)
   min_programs: int = 512    # the cache is split until B * H * splits reaches this
-  # 1: each loop step loads the next block's slot positions and issues the values' load
-  # with the keys', so the key and value loads wait on no load of the same step (0: load
-  # positions, then keys, then values, each masked by the positions). Untimed (WORKSPACE.md,
-  # issue 15, session 19).
-  prefetch: int = 0
-  # How the splits' partial results are combined: "xla" (a few XLA reductions) or "kernel"
-  # (one small Pallas launch per step, grid (rows, H), which also writes the zero rows
-  # `append_and_attend` returns past the batch). Untimed (WORKSPACE.md, issue 15, session 19).
-  combine: str = "xla"
 
 
 def check_config(config: KernelConfig) -> None:
@@ -67,11 +57,6 @@ def check_config(config: KernelConfig) -> None:
     value = getattr(config, name)
     if not isinstance(value, int) or value < 1:
       raise ValueError(f"KernelConfig.{name} must be an int >= 1, got {value!r}")
-  if config.prefetch not in (0, 1):
-    raise ValueError(f"KernelConfig.prefetch must be 0 or 1, got {config.prefetch!r}")
-  if config.combine not in COMBINES:
-    raise ValueError(f"KernelConfig.combine must be one of {COMBINES}, got "
-                     f"{config.combine!r}")
 
 
 def kernel_limits(*, head_dim: int, dtype) -> str | None:
@@ -105,11 +90,15 @@ def _online_update(carry, scores, values):
 
 
 def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: int,
-                 block_k: int, window: int | None, scale: float, prefetch: int,
-                 skip_slot=None):
+                 block_k: int, window: int | None, scale: float, skip_slot=None):
   """The online softmax of query [D] over cache slots [first, first + span) of (b, h), in
   blocks of block_k; slot `skip_slot` (if given) counts as not visible. Returns (max, sum,
-  acc [D]) in float32. `prefetch`: `KernelConfig.prefetch`."""
+  acc [D]) in float32.
+
+  Each step loads the next block's slot positions and issues the values' load with the
+  keys', so neither waits on a load of its own step (loading positions, keys, then values
+  in turn was 3% slower at B 8, 32K on the H200 and no faster elsewhere: WORKSPACE.md,
+  issue 15, session 20)."""
   cache_len, head_dim = k_ref.shape[1], k_ref.shape[-1]
   f32 = jnp.float32
   cols = jnp.arange(head_dim, dtype=jnp.int32)
@@ -121,7 +110,9 @@ def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: in
   def load_positions(slots):
     return pltriton.load(k_pos_ref.at[b, slots], mask=slots < cache_len, other=-1)
 
-  def block(i, result, k_pos, prefetched):
+  def step(i, carry):
+    result, k_pos = carry
+    next_pos = load_positions(block_slots(i + 1))  # past the span on the last step: unused
     slots = block_slots(i)
     seen = decode_xla.visible(q_pos, k_pos, window)                   # [BK]
     if skip_slot is not None:
@@ -129,25 +120,13 @@ def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: in
     rows = (b, slots[:, None], h, cols[None, :])
     mask = jnp.broadcast_to(seen[:, None], (block_k, head_dim))
     load = lambda ref: pltriton.load(ref.at[rows], mask=mask, other=0).astype(f32)  # noqa: E731
-    keys = load(k_ref)                                                # [BK, D]
-    values = load(v_ref) if prefetched else None  # issued with the keys' load
+    keys, values = load(k_ref), load(v_ref)                           # [BK, D] each
     scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
-    if values is None:  # without prefetch: after the scores, as the loop always did
-      values = load(v_ref)
-    return _online_update(result, scores, values)
+    return _online_update(result, scores, values), next_pos
 
   init = (jnp.full((), -jnp.inf, f32), jnp.zeros((), f32), jnp.zeros((head_dim,), f32))
-  steps = span // block_k
-  if not prefetch:
-    return jax.lax.fori_loop(
-        0, steps, lambda i, r: block(i, r, load_positions(block_slots(i)), False), init)
-
-  def step(i, carry):
-    result, k_pos = carry
-    next_pos = load_positions(block_slots(i + 1))  # past the span on the last step: unused
-    return block(i, result, k_pos, True), next_pos
-
-  return jax.lax.fori_loop(0, steps, step, (init, load_positions(block_slots(0))))[0]
+  return jax.lax.fori_loop(0, span // block_k, step,
+                           (init, load_positions(block_slots(0))))[0]
 
 
 def _store_partial(acc_ref, stats_ref, b, h, split, result):
@@ -157,19 +136,17 @@ def _store_partial(acc_ref, stats_ref, b, h, split, result):
 
 
 def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, span: int,
-            block_k: int, window: int | None, scale: float, prefetch: int):
+            block_k: int, window: int | None, scale: float):
   b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
   query = q_ref[b, h, :].astype(jnp.float32)  # [D]
   result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos_ref[b], split * span,
-                        span=span, block_k=block_k, window=window, scale=scale,
-                        prefetch=prefetch)
+                        span=span, block_k=block_k, window=window, scale=scale)
   _store_partial(acc_ref, stats_ref, b, h, split, result)
 
 
 def _merge_splits(best, total, acc):
-  """The splits' (max [..., S], sum [..., S], acc [..., S, D]) -> o [..., D] float32 (zeros
-  where no split saw a key): what `_combine` computes in XLA and `_combine_kernel` per
-  program."""
+  """The splits' (max [S], sum [S], acc [S, D]) -> o [D] float32 (zeros where no split saw
+  a key)."""
   overall = jnp.max(best, axis=-1, keepdims=True)
   weight = jnp.where(best == -jnp.inf, 0.0,
                      jnp.exp(best - jnp.where(overall == -jnp.inf, 0.0, overall)))
@@ -178,13 +155,8 @@ def _merge_splits(best, total, acc):
   return jnp.where(norm > 0, out / jnp.where(norm > 0, norm, 1.0), 0.0)
 
 
-def _combine(acc, stats):
-  """acc [B, H, splits, D], stats [B, H, splits, 2] (max, sum) -> [B, H, D] float32."""
-  return _merge_splits(stats[..., 0], stats[..., 1], acc)
-
-
 def _combine_kernel(acc_ref, stats_ref, out_ref, *, batch: int, splits_block: int):
-  """`_combine` for one (row, head) of grid (rows, H); rows past `batch` get zeros."""
+  """The splits of one (row, head) of grid (rows, H) merged; rows past `batch` get zeros."""
   b, h = pl.program_id(0), pl.program_id(1)
   splits, head_dim = acc_ref.shape[2], acc_ref.shape[3]
   split = jnp.arange(splits_block, dtype=jnp.int32)
@@ -201,12 +173,9 @@ def _combine_kernel(acc_ref, stats_ref, out_ref, *, batch: int, splits_block: in
 
 
 def _combined(acc, stats, rows: int, dtype, config: KernelConfig, interpret: bool):
-  """The splits' partial results acc [B, H, splits, D], stats [B, H, splits, 2] combined
-  into o [rows >= B, 1, H, D] in `dtype`, rows past B zero (`KernelConfig.combine`)."""
+  """The splits' partial results acc [B, H, splits, D], stats [B, H, splits, 2] (max, sum)
+  combined into o [rows >= B, 1, H, D] in `dtype`, rows past B zero."""
   batch, heads, splits, head_dim = acc.shape
-  if config.combine == "xla":
-    out = _combine(acc, stats)[:, None].astype(dtype)
-    return jnp.pad(out, ((0, rows - batch), (0, 0), (0, 0), (0, 0)))
   return pl.pallas_call(
       functools.partial(_combine_kernel, batch=batch, splits_block=next_power_of_two(splits)),
       out_shape=jax.ShapeDtypeStruct((rows, 1, heads, head_dim), dtype),
@@ -233,7 +202,7 @@ def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpr
   span, splits, partials = _split_partials(k.shape, config)
   acc, stats = pl.pallas_call(
       functools.partial(_kernel, span=span, block_k=config.block_k, window=window,
-                        scale=scale, prefetch=config.prefetch),
+                        scale=scale),
       out_shape=partials,
       grid=(batch, heads, splits),
       interpret=interpret,
@@ -300,8 +269,8 @@ def _prepared_row(ref, part, scale_ref, b, h, position, inv_freq, *, eps):
 
 
 def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
-                   block_k: int, window: int | None, scale: float, prefetch: int,
-                   eps: float, normalize: bool):
+                   block_k: int, window: int | None, scale: float, eps: float,
+                   normalize: bool):
   if normalize:
     q_scale_ref, k_scale_ref, *refs = refs
   else:
@@ -310,7 +279,11 @@ def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
   b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
   q_pos = q_pos_ref[b]
   target = q_pos % k_ref.shape[1]  # the new token's ring-buffer slot
-  inv_freq = inv_freq_ref[:]
+  head_dim = k_ref.shape[-1]
+  # [D]: pair i's frequency at columns i and i + D/2 (the layer's constant [D / 2] array,
+  # read here rather than tiled by XLA: a launch per step in a scan).
+  inv_freq = pltriton.load(inv_freq_ref.at[jnp.arange(head_dim, dtype=jnp.int32)
+                                            % (head_dim // 2)])
   query = _prepared_row(qkv_ref, 0, q_scale_ref, b, h, q_pos, inv_freq, eps=eps)
   first = split * span
   # The loop skips the target slot (whatever it held, and whenever the stores below land);
@@ -318,8 +291,7 @@ def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
   # that the loop holds no more registers than `_kernel`'s. (Substituting the new row into
   # every block instead made the loop 1.5x slower on the H200: WORKSPACE.md.)
   result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, span=span,
-                        block_k=block_k, window=window, scale=scale, prefetch=prefetch,
-                        skip_slot=target)
+                        block_k=block_k, window=window, scale=scale, skip_slot=target)
   new_key = _prepared_row(qkv_ref, 1, k_scale_ref, b, h, q_pos, inv_freq, eps=eps)
   new_value = qkv_ref[b, 2, h, :].astype(v_ref.dtype).astype(jnp.float32)
   owns_target = (target >= first) & (target < first + span)
@@ -344,15 +316,14 @@ def _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions, inv_fr
   batch, _, heads, _ = cache_k.shape
   span, splits, partials = _split_partials(cache_k.shape, config)
   normalize = q_norm_scale is not None
-  inputs = [positions[:, 0].astype(jnp.int32), qkv, jnp.tile(inv_freq.astype(jnp.float32), 2)]
+  inputs = [positions[:, 0].astype(jnp.int32), qkv, inv_freq.astype(jnp.float32)]
   if normalize:
     inputs += [q_norm_scale, k_norm_scale]
   first_cache = len(inputs)
   inputs += [cache_k, cache_v, cache_positions]
   acc, stats, cache_k, cache_v, cache_positions = pl.pallas_call(
       functools.partial(_append_kernel, span=span, block_k=config.block_k, window=window,
-                        scale=scale, prefetch=config.prefetch, eps=eps,
-                        normalize=normalize),
+                        scale=scale, eps=eps, normalize=normalize),
       out_shape=partials + [jax.ShapeDtypeStruct(x.shape, x.dtype)
                             for x in (cache_k, cache_v, cache_positions)],
       grid=(batch, heads, splits),
@@ -420,5 +391,5 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
                             interpret=interpret)
 
 
-__all__ = ["COMBINES", "KernelConfig", "append_and_attend", "check_config", "kernel_limits",
+__all__ = ["KernelConfig", "append_and_attend", "check_config", "kernel_limits",
            "single_query_attention", "split_span"]

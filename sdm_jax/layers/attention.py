@@ -240,8 +240,9 @@ class Attention(nn.Module):
     # Batch 1: the projections on two rows, GEMMs rather than reductions (decode_rows); a
     # kv_hook sees the batch as it is.
     pad = pad_rows if kv_hook is None else (lambda y: y)
-    raw = self._raw_projections(pad(x))  # each [B' >= B, 1, H, D]
-    q, k, v = (y[:batch] for y in raw)
+    rows = pad(x)[:, 0]                                               # [B' >= B, d]
+    flat = [proj(rows) for proj in (self.q_proj, self.k_proj, self.v_proj)]  # [B', H*D]
+    q, k, v = (y[:batch].reshape(batch, 1, self.num_heads, self.head_dim) for y in flat)
     impl = decode_attention.resolved_impl(self.decode_impl, q, cache.k, cache.v)
     if impl == "pallas_gpu" and kv_hook is None:
       scales = {}
@@ -249,13 +250,14 @@ class Attention(nn.Module):
         scales = dict(q_norm_scale=self.q_norm.variables["params"]["scale"],
                       k_norm_scale=self.k_norm.variables["params"]["scale"],
                       norm_eps=self.q_norm.eps)
-      # The three projections stacked, padded rows and all: on a GPU XLA merges the three
-      # GEMMs into one whose output this is, so nothing is sliced or copied; o comes back
-      # with the same rows (the padding zero).
+      # The three projections side by side, padded rows and all: on a GPU XLA merges the
+      # three GEMMs into one whose output this concatenation of its slices is, so nothing
+      # is copied; o comes back with the same rows (the padding zero).
+      qkv = jnp.concatenate(flat, axis=-1).reshape(rows.shape[0], 3, self.num_heads,
+                                                   self.head_dim)
       o, *cache = decode_attention.append_and_attend(
-          jnp.concatenate(raw, axis=1), cache.k, cache.v, cache.positions, positions,
-          window=self.window, rope_inv_freq=inverse_frequencies(self.head_dim, self.rope_base),
-          **scales)
+          qkv, cache.k, cache.v, cache.positions, positions, window=self.window,
+          rope_inv_freq=inverse_frequencies(self.head_dim, self.rope_base), **scales)
       return self._output(o)[:batch], AttentionCache(*cache)
     q, k, v = self._prepare(x, positions, kv_hook, q, k, v)
     cache = write_cache(cache, k, v, positions)

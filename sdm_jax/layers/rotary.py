@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
-def inverse_frequencies(head_dim: int, base: float = 10_000.0) -> jax.Array:
-  """[D / 2] float32 `base^(-2i/D)`: pair i's angle per position."""
+def inverse_frequencies(head_dim: int, base: float = 10_000.0) -> np.ndarray:
+  """[D / 2] float32 `base^(-2i/D)`: pair i's angle per position. A host constant (numpy),
+  so a jitted step embeds it rather than computing it on the device every step."""
   half = head_dim // 2
-  return base ** (-jnp.arange(half, dtype=jnp.float32) / half)
+  return np.float32(base) ** (-np.arange(half, dtype=np.float32) / np.float32(half))
 
 
 def apply_rotary(x: jax.Array, positions: jax.Array, base: float = 10_000.0) -> jax.Array:

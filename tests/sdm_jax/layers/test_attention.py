@@ -175,11 +175,10 @@ def _append_and_attend(q, k, v, cache, positions, *, scales, base, window, padde
   return o, AttentionCache(*updated)
 
 
-@pytest.mark.parametrize("window,normalize,dtype,prefetch,combine,padded_rows", [
-    (None, True, jnp.float32, 0, "xla", 0), (7, True, jnp.float32, 1, "kernel", 1),
-    (None, False, jnp.float32, 0, "kernel", 0), (7, True, jnp.bfloat16, 0, "xla", 2)])
+@pytest.mark.parametrize("window,normalize,dtype,padded_rows", [
+    (None, True, jnp.float32, 0), (7, True, jnp.float32, 1), (None, False, jnp.float32, 0),
+    (7, True, jnp.bfloat16, 2)])
 def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize, dtype,
-                                                               prefetch, combine,
                                                                padded_rows):
   """The fused decode step (interpret mode here) against its reference on random inputs:
   several splits (blocks of 16, the new slot in a later one), a wrapped ring buffer, a cache
@@ -187,8 +186,7 @@ def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize
   q, k, v, cache, positions, scales = _decode_step_inputs(
       0, batch_positions=[45, 7, 33], cache_len=40, heads=2, head_dim=16, dtype=dtype)
   scales = scales if normalize else None
-  config = decode_pallas.KernelConfig(block_k=16, min_programs=8, prefetch=prefetch,
-                                      combine=combine)
+  config = decode_pallas.KernelConfig(block_k=16, min_programs=8)
   got_o, got = _append_and_attend(q, k, v, cache, positions, scales=scales, base=100.0,
                                   window=window, config=config, padded_rows=padded_rows)
   assert got_o.shape[0] == q.shape[0] + padded_rows
@@ -207,16 +205,15 @@ def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32])
 def test_compiled_append_and_attend_equals_its_reference(dtype):
-  """On the GPU, jitted with the cache donated: 16 heads of 128, 5,000 slots; positions
-  loaded a block ahead and the splits combined by the kernel with the window."""
-  for window, prefetch, combine in ((None, 0, "xla"), (700, 1, "kernel")):
+  """On the GPU, jitted with the cache donated: 16 heads of 128, 5,000 slots, with and
+  without a window."""
+  for window in (None, 700):
     inputs = _decode_step_inputs(1, batch_positions=[5003, 4100], cache_len=5000, heads=16,
                                  head_dim=128, dtype=dtype)
     *args, scales = inputs
     kwargs = dict(scales=scales, base=10_000.0, window=window)
     want_o, want = jax.jit(functools.partial(_norm_rotary_write_attend, **kwargs))(*args)
-    config = decode_pallas.KernelConfig(prefetch=prefetch, combine=combine)
-    got_o, got = jax.jit(functools.partial(_append_and_attend, config=config, **kwargs),
+    got_o, got = jax.jit(functools.partial(_append_and_attend, **kwargs),
                          donate_argnums=3)(*args)
     np.testing.assert_array_equal(got.positions, want.positions)
     tolerance = 1e-4 if dtype == jnp.float32 else 2e-2
