@@ -41,7 +41,6 @@ from pallas_kernels.attention import decode_xla
 from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two, next_power_of_two
 
 
-
 class KernelConfig(NamedTuple):
   """Tiling of the kernel (block_k and num_warps powers of two)."""
   block_k: int = 64          # cache slots per step of a program's loop
