@@ -156,6 +156,14 @@ PRESETS = {
     # and 2^18 at 6e-3 and 1e-2, seed 0 (6.0 + 13.1 ms per step, measured at 3e-3): per
     # rate 6000 x 19.1 ms = 115 s + 50 s = 165 s; 330 s.
     "mqar512_high_lr": _mqar512(mixers="M", sdm_slots=(4096, 262144), peak_lrs=(6e-3, 1e-2)),
+    # Neither rate trained a table (WORKSPACE.md, session 20). At initialisation a token's
+    # read slots and the slots its key wrote overlap in about W R / N (0.25 at N = 2^12,
+    # 0.004 at 2^18), and the addressing gets gradient only through selected slots: tie
+    # the read projection's initial draw to the write projection's
+    # (`sdm_tied_addressing_init`): N = 2^14, 2^16, 2^18 at 3e-3, seed 0 (7 / 9 / 13 ms per
+    # step): 6000 x 29 ms + 3 x 25 s = ~250 s; with --config.seeds=1,2 the seed repeats.
+    "mqar512_tied": _mqar512(mixers="M", sdm_slots=(16384, 65536, 262144), peak_lrs=(3e-3,),
+                             sdm_tied_addressing_init=True),
     # ... and of G K = 32, 64 at theirs, 1e-3 (2.8-3.3 ms): per seed 2 x (6000 x 3 ms + 25 s)
     # = 86 s; 172 s.
     "mqar512_seeds_gdn": _mqar512(mixers="G", gdn_head_dims=(32, 64), peak_lrs=(1e-3,),

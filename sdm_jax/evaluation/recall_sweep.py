@@ -66,6 +66,9 @@ SETTING_DEFAULTS = {
     # Every M point's LMConfig.sdm_balance_weight (the addressing balance in the loss; its
     # name gets "_bal<weight>" when not 0).
     "sdm_balance_weight": 0.0,
+    # Every M point's LMConfig.sdm_tied_addressing_init (the read projection starts as a
+    # copy of the write projection; its name gets "_tied" when True).
+    "sdm_tied_addressing_init": False,
     # Every point once per training seed (TrainConfig.seed: initialisation and batches);
     # held-out examples come from EVAL_SEED whatever the training seed.
     "seeds": (0,),
@@ -171,8 +174,10 @@ def sweep_points(settings: dict[str, Any]) -> list[dict[str, Any]]:
       name += f"_m0lr{multiplier:g}" if multiplier != 1.0 else ""
       balance = settings["sdm_balance_weight"]
       name += f"_bal{balance:g}" if balance else ""
+      tied = settings["sdm_tied_addressing_init"]
+      name += "_tied" if tied else ""
       fields = dict(sdm_heads=1, sdm_slots=slots, sdm_writes=writes, sdm_reads=reads,
-                    sdm_balance_weight=balance)
+                    sdm_balance_weight=balance, sdm_tied_addressing_init=tied)
       same = [p for p in points if p["mixer"] == "M" and p["m0_lr_multiplier"] == multiplier
               and p["model"] == model_of(name, "M", **fields)]
       if same:  # the twin is an N point already
@@ -267,7 +272,7 @@ def train_config_of(settings: dict[str, Any], point: dict[str, Any]) -> TrainCon
 
 # LMConfig fields added after runs were recorded, and their defaults: at the default they
 # are left out of the digest, so the runs recorded before keep their keys (and are skipped).
-_FIELDS_ADDED_LATER = {"sdm_balance_weight": 0.0}
+_FIELDS_ADDED_LATER = {"sdm_balance_weight": 0.0, "sdm_tied_addressing_init": False}
 
 
 def run_key(point: dict[str, Any], task: dict[str, Any], train_config: TrainConfig,
@@ -350,6 +355,7 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
       # all together and per sequence, and the M0 rows training moved (= the slots
       # addressed at least once in training; `slot_usage`).
       "sdm_slots": None, "sdm_writes": None, "sdm_reads": None, "sdm_balance_weight": None,
+      "sdm_tied_addressing_init": None,
       "isoflop_gdn_head_dim": None, "slots_written_fraction": None,
       "slots_written_per_sequence_fraction": None, "m0_rows_trained_fraction": None,
       **scored,
@@ -363,6 +369,7 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
         "sdm_slots": model_config.sdm_slots, "sdm_writes": model_config.sdm_writes,
         "sdm_reads": model_config.sdm_reads,
         "sdm_balance_weight": model_config.sdm_balance_weight,
+        "sdm_tied_addressing_init": model_config.sdm_tied_addressing_init,
         "isoflop_gdn_head_dim": point["isoflop_gdn_head_dim"],
         "slots_written_fraction": usage["written_fraction"],
         "slots_written_per_sequence_fraction": usage["written_per_sequence_fraction"],

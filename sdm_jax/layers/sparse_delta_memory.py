@@ -112,6 +112,11 @@ class SparseDeltaMemory(RecurrentMixer):
       `param_dtype` parameter.
     balance_loss: the parallel pass sows the mean `product_key_balance` of its write and
       read selections as `BALANCE_COLLECTION` / `BALANCE_NAME` (a training loss term).
+    tied_addressing_init: the read (query) projection starts as a copy of the write (key)
+      projection, so at initialisation a token reads the slots it would write; the two are
+      trained apart. False (the design's): independent draws, whose selections overlap in
+      about W R / N slots, which vanishes for large N (a study remedy: WORKSPACE.md, issue
+      18).
   """
 
   model_dim: int
@@ -126,6 +131,7 @@ class SparseDeltaMemory(RecurrentMixer):
   topk_impl: str = "auto"
   memory_dtype: Any = None
   balance_loss: bool = False
+  tied_addressing_init: bool = False
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
@@ -139,11 +145,19 @@ class SparseDeltaMemory(RecurrentMixer):
                        f"({self.num_heads})")
     sub_keys = sub_keys_per_head(self.num_slots)
     resolve_memory_dtype(self.memory_dtype, self.dtype)  # validates memory_dtype
-    dense = lambda features, name, bias=False: nn.Dense(  # noqa: E731
-        features, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype, name=name)
+    dense = lambda features, name, bias=False, **init: nn.Dense(  # noqa: E731
+        features, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype, name=name,
+        **init)
     score_width = self.num_heads * 2 * sub_keys
-    self.key_proj = dense(score_width, "key_proj", bias=True)
-    self.query_proj = dense(score_width, "query_proj", bias=True)
+    # The one key both addressing kernels are drawn from when initialising (the biases start
+    # at 0). Flax also evaluates the init's shape when applying, with no key drawn: any does.
+    tied = {}
+    addressing_init = {}
+    if self.tied_addressing_init:
+      addressing_init = dict(kernel_init=lambda key, shape, dtype: nn.linear.default_kernel_init(
+          tied.get("key", key), shape, dtype))
+    self.key_proj = dense(score_width, "key_proj", bias=True, **addressing_init)
+    self.query_proj = dense(score_width, "query_proj", bias=True, **addressing_init)
     self.value_proj = dense(self.model_dim, "value_proj")
     self.gate_proj = dense(self.model_dim, "gate_proj")
     self.out_proj = dense(self.model_dim, "out_proj")
@@ -155,6 +169,9 @@ class SparseDeltaMemory(RecurrentMixer):
       self.initial_memory = self.param(INITIAL_MEMORY_NAME, init, shape, self.param_dtype)
     else:
       self.initial_memory = jnp.zeros(shape, self.param_dtype)
+    if self.tied_addressing_init and self.is_initializing():
+      # Drawn after M0's, so every other parameter starts as it would without the tie.
+      tied["key"] = self.make_rng("params")
 
   def _inputs(self, x: jax.Array, sow_balance: bool = False):
     """x [B, T, d] -> the op's token inputs (write ids/weights, v, beta, g, read ids/weights);

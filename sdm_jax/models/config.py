@@ -49,6 +49,8 @@ class LMConfig:
       GPU with bfloat16 activations, float32 otherwise; see `SparseDeltaMemory`).
     sdm_balance_weight: weight of the `M` layers' addressing balance in the training loss
       (`sdm_jax.ops.slot_balance`, averaged over layers; `lm.logits_and_penalty`); 0: off.
+    sdm_tied_addressing_init: `M` layers' read projection starts as a copy of their write
+      projection (`SparseDeltaMemory.tied_addressing_init`); False: independent draws.
   """
 
   vocab_size: int = 259
@@ -84,6 +86,7 @@ class LMConfig:
   sdm_topk_impl: str = "auto"
   sdm_memory_dtype: str | None = None
   sdm_balance_weight: float = 0.0
+  sdm_tied_addressing_init: bool = False
 
   def __post_init__(self):
     # Imported here: the mixer registry imports layer modules that may need the config.
@@ -170,6 +173,9 @@ class LMConfig:
     if not self.sdm_balance_weight >= 0:
       raise ValueError(f"LMConfig.sdm_balance_weight must be >= 0, got "
                        f"{self.sdm_balance_weight}")
+    if not isinstance(self.sdm_tied_addressing_init, bool):
+      raise ValueError(f"LMConfig.sdm_tied_addressing_init must be a bool, got "
+                       f"{self.sdm_tied_addressing_init!r}")
     if self.sdm_error not in ERROR_FORMS:
       raise ValueError(f"LMConfig.sdm_error must be one of {ERROR_FORMS}, got {self.sdm_error!r}")
     if self.sdm_impl not in IMPLS:

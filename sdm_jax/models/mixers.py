@@ -93,7 +93,8 @@ def _build_sdm(config, name: str) -> nn.Module:
       num_writes=config.sdm_writes, num_reads=config.sdm_reads, error=config.sdm_error,
       learn_m0=config.sdm_learn_m0, chunk_size=config.sdm_chunk_size, impl=config.sdm_impl,
       topk_impl=config.sdm_topk_impl, memory_dtype=config.sdm_memory_dtype,
-      balance_loss=config.sdm_balance_weight > 0, dtype=_dtype(config.compute_dtype),
+      balance_loss=config.sdm_balance_weight > 0,
+      tied_addressing_init=config.sdm_tied_addressing_init, dtype=_dtype(config.compute_dtype),
       param_dtype=_dtype(config.param_dtype), name=name)
 
 

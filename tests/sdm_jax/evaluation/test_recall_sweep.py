@@ -5,6 +5,9 @@ skipping of finished runs in a results file; needle tasks scored by context."""
 
 from __future__ import annotations
 
+import json
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -40,6 +43,21 @@ def test_every_preset_builds_its_points():
   high_lr = recall_sweep.sweep_points(dict(sweep_config.PRESETS["mqar512_high_lr"]))
   assert sorted((p["name"], p["peak_lr"]) for p in high_lr) == [
       ("M_N262144", 6e-3), ("M_N262144", 1e-2), ("M_N4096", 6e-3), ("M_N4096", 1e-2)]
+
+
+def test_the_presets_run_on_the_h200_keep_their_recorded_run_keys():
+  """Settings and config fields added since a preset ran must leave its run keys alone,
+  or rerunning it would train its recorded runs again (`_FIELDS_ADDED_LATER`)."""
+  results = pathlib.Path(__file__).parents[3] / "experiments/results/recall_study_h200.json"
+  recorded = {record["run_key"] for record in json.loads(results.read_text())}
+  for name in ("mqar512_base", "mqar512_sdm", "mqar512_sdm_large", "mqar512_seeds_sdm",
+               "mqar512_seeds_gdn", "mqar512_overlap", "mqar512_balance", "mqar512_high_lr"):
+    settings = recall_sweep.complete_settings(sweep_config.PRESETS[name])
+    task, rule = recall_sweep.sweep_task(settings), recall_sweep.plateau_rule(settings)
+    for point in recall_sweep.sweep_points(settings):
+      train_config = recall_sweep.train_config_of(settings, point)
+      assert recall_sweep.run_key(point, task, train_config, rule, settings) in recorded, (
+          name, point["name"], point["peak_lr"], point["seed"])
 
 
 def test_points_refuse_knobs_their_mixer_cannot_take():
@@ -188,7 +206,7 @@ def test_run_keys_change_with_what_shapes_a_run():
   # The knob lists of other mixers do not shape this run.
   assert key == key_of(windows=[16], gdn_head_dims=[8])
   others = [key_of(steps=3), key_of(seq_len=24), key_of(sdm_writes=2, sdm_reads=2),
-            key_of(sdm_balance_weight=0.01),
+            key_of(sdm_balance_weight=0.01), key_of(sdm_tied_addressing_init=True),
             key_of(plateau_window=2), key_of(eval_examples=4), key_of(peak_lrs=(1e-3,)),
             key_of(plateau_window=2, plateau_pause_fraction=0.9)]
   assert len({key, *others}) == 1 + len(others)
@@ -321,3 +339,11 @@ def test_a_balance_weight_names_the_sdm_points_it_applies_to():
   points = {p["name"]: p["model"] for p in recall_sweep.sweep_points(settings)}
   assert points["M_N64_bal0.01"].sdm_balance_weight == 0.01
   assert points["G_K16"].sdm_balance_weight == 0.0
+
+
+def test_a_tied_addressing_init_names_the_sdm_points_it_applies_to():
+  settings = dict(sweep_config.PRESETS["smoke"], mixers=["G", "M"],
+                  sdm_tied_addressing_init=True)
+  points = {p["name"]: p["model"] for p in recall_sweep.sweep_points(settings)}
+  assert points["M_N64_tied"].sdm_tied_addressing_init
+  assert not points["G_K16"].sdm_tied_addressing_init

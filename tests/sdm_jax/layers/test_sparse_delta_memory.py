@@ -125,6 +125,32 @@ def test_learned_initial_table_gets_a_gradient(params):
   assert 0.5 * 16**-0.5 < std < 1.5 * 16**-0.5  # truncated normal, std d^-0.5
 
 
+def test_a_tied_addressing_init_copies_the_write_projection_into_the_read_one(params):
+  x, positions = inputs()
+  layer = make_layer(tied_addressing_init=True)
+
+  @jax.jit
+  def init_and_read(x):
+    tied = layer.init(jax.random.PRNGKey(1), x, positions)
+    return tied, layer.apply(tied, x, positions)
+
+  tied, y = init_and_read(x)
+  tied, untied = tied["params"], params["params"]
+  np.testing.assert_array_equal(tied["query_proj"]["kernel"], tied["key_proj"]["kernel"])
+  assert not np.array_equal(untied["query_proj"]["kernel"], untied["key_proj"]["kernel"])
+  # A lecun-normal draw like the untied kernels', and every other parameter the same draw
+  # as untied (to rounding: the two inits are compiled in different programs).
+  assert 0.5 < float(jnp.std(tied["key_proj"]["kernel"]) / jnp.std(
+      untied["key_proj"]["kernel"])) < 2.0
+  for name in set(untied) - {"key_proj", "query_proj"}:
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7),
+                 tied[name], untied[name])
+  # So at initialisation every token reads the slots it writes.
+  write_idx, _, _, _, _, read_idx, _ = layer.apply({"params": tied}, x, method="_inputs")
+  np.testing.assert_array_equal(np.sort(write_idx[..., :2], -1), np.sort(read_idx, -1))
+  assert y.shape == x.shape and bool(jnp.all(jnp.isfinite(y)))
+
+
 def test_without_learn_m0_the_table_starts_at_zero():
   layer = make_layer(learn_m0=False)
   x, positions = inputs(length=1)

@@ -120,6 +120,7 @@ def test_bf16_compute_keeps_float32_params_and_logits():
     (dict(pattern="S", attention_decode_impl="cudnn"), "attention_decode_impl"),
     (dict(pattern="M", sdm_balance_weight=-0.1), "sdm_balance_weight must be >= 0"),
     (dict(pattern="SA", sdm_balance_weight=0.1), "pattern 'SA' has none"),
+    (dict(pattern="M", sdm_tied_addressing_init="yes"), "sdm_tied_addressing_init must be"),
 ])
 def test_invalid_configs_name_the_field(fields, message):
   values = {**TINY, "num_layers": 2, **fields}
