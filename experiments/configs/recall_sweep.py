@@ -161,9 +161,14 @@ PRESETS = {
     # 0.004 at 2^18), and the addressing gets gradient only through selected slots: tie
     # the read projection's initial draw to the write projection's
     # (`sdm_tied_addressing_init`): N = 2^14, 2^16, 2^18 at 3e-3, seed 0 (7 / 9 / 13 ms per
-    # step): 6000 x 29 ms + 3 x 25 s = ~250 s; with --config.seeds=1,2 the seed repeats.
+    # step): 6000 x 29 ms + 3 x 25 s = ~250 s.
     "mqar512_tied": _mqar512(mixers="M", sdm_slots=(16384, 65536, 262144), peak_lrs=(3e-3,),
                              sdm_tied_addressing_init=True),
+    # ... and its seeds 1 and 2 (whether a table trains was the seed's doing at 3e-3 without
+    # the tie): 2 x 250 s = ~500 s.
+    "mqar512_tied_seeds": _mqar512(mixers="M", sdm_slots=(16384, 65536, 262144),
+                                   peak_lrs=(3e-3,), sdm_tied_addressing_init=True,
+                                   seeds=(1, 2)),
     # ... and of G K = 32, 64 at theirs, 1e-3 (2.8-3.3 ms): per seed 2 x (6000 x 3 ms + 25 s)
     # = 86 s; 172 s.
     "mqar512_seeds_gdn": _mqar512(mixers="G", gdn_head_dims=(32, 64), peak_lrs=(1e-3,),
