@@ -174,11 +174,15 @@ class Attention(nn.Module):
       self.q_norm = RMSNorm(param_dtype=self.param_dtype)
       self.k_norm = RMSNorm(param_dtype=self.param_dtype)
 
+  def _flat_projections(self, x: jax.Array) -> list[jax.Array]:
+    """x [..., d] -> q, k, v [..., H*D] before norm and rotary."""
+    return [proj(x) for proj in (self.q_proj, self.k_proj, self.v_proj)]
+
   def _raw_projections(self, x: jax.Array):
     """x [B, T, d] -> q, k, v [B, T, H, D] before norm and rotary."""
     batch, length, _ = x.shape
-    split = lambda y: y.reshape(batch, length, self.num_heads, self.head_dim)  # noqa: E731
-    return split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+    return tuple(y.reshape(batch, length, self.num_heads, self.head_dim)
+                 for y in self._flat_projections(x))
 
   def _project(self, x: jax.Array, positions: jax.Array, kv_hook: KVHook | None):
     return self._prepare(x, positions, kv_hook, *self._raw_projections(x))
@@ -241,7 +245,7 @@ class Attention(nn.Module):
     # kv_hook sees the batch as it is.
     pad = pad_rows if kv_hook is None else (lambda y: y)
     rows = pad(x)[:, 0]                                               # [B' >= B, d]
-    flat = [proj(rows) for proj in (self.q_proj, self.k_proj, self.v_proj)]  # [B', H*D]
+    flat = self._flat_projections(rows)                               # [B', H*D] each
     q, k, v = (y[:batch].reshape(batch, 1, self.num_heads, self.head_dim) for y in flat)
     impl = decode_attention.resolved_impl(self.decode_impl, q, cache.k, cache.v)
     if impl == "pallas_gpu" and kv_hook is None:

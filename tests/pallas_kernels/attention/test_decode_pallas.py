@@ -149,7 +149,7 @@ def test_append_and_attend_lowers_for_gpu_as_two_calls_updating_the_cache_in_pla
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32])
-@pytest.mark.parametrize("config", CONFIGS[:3], ids=str)
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
 def test_compiled_kernel_matches_the_twin(dtype, config):
   """On the GPU: 16 heads of 128, a cache of 5,000 slots (not a multiple of any block)."""
   q, k, v, q_pos, k_pos = _inputs(3, batch=2, cache_len=5000, heads=16, head_dim=128,

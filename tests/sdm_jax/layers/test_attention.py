@@ -175,6 +175,14 @@ def _append_and_attend(q, k, v, cache, positions, *, scales, base, window, padde
   return o, AttentionCache(*updated)
 
 
+def _assert_steps_close(got_o, got, want_o, want, tolerance):
+  """Two decode steps' outputs and caches agree: positions exactly, o, k, v to tolerance."""
+  np.testing.assert_array_equal(got.positions, want.positions)
+  for a, b in [(got_o, want_o), (got.k, want.k), (got.v, want.v)]:
+    np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32),
+                               rtol=tolerance, atol=tolerance)
+
+
 @pytest.mark.parametrize("window,normalize,dtype,padded_rows", [
     (None, True, jnp.float32, 0), (7, True, jnp.float32, 1), (None, False, jnp.float32, 0),
     (7, True, jnp.bfloat16, 2)])
@@ -194,12 +202,8 @@ def test_append_and_attend_equals_norm_rotary_write_and_attend(window, normalize
   got_o = got_o[:q.shape[0]]
   want_o, want = _norm_rotary_write_attend(q, k, v, cache, positions, scales=scales,
                                            base=100.0, window=window)
-  tolerance = 1e-5 if dtype == jnp.float32 else 2e-2
   chex.assert_trees_all_equal_shapes_and_dtypes((got_o, got), (want_o, want))
-  np.testing.assert_array_equal(got.positions, want.positions)
-  for a, b in [(got_o, want_o), (got.k, want.k), (got.v, want.v)]:
-    np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32),
-                               rtol=tolerance, atol=tolerance)
+  _assert_steps_close(got_o, got, want_o, want, 1e-5 if dtype == jnp.float32 else 2e-2)
 
 
 @pytest.mark.gpu
@@ -215,8 +219,4 @@ def test_compiled_append_and_attend_equals_its_reference(dtype):
     want_o, want = jax.jit(functools.partial(_norm_rotary_write_attend, **kwargs))(*args)
     got_o, got = jax.jit(functools.partial(_append_and_attend, **kwargs),
                          donate_argnums=3)(*args)
-    np.testing.assert_array_equal(got.positions, want.positions)
-    tolerance = 1e-4 if dtype == jnp.float32 else 2e-2
-    for a, b in [(got_o, want_o), (got.k, want.k), (got.v, want.v)]:
-      np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32),
-                                 rtol=tolerance, atol=tolerance)
+    _assert_steps_close(got_o, got, want_o, want, 1e-4 if dtype == jnp.float32 else 2e-2)
