@@ -9,13 +9,9 @@ softmax and writes its partial result,
 
   m_s = max scores,   l_s = sum exp(score - m_s),   acc_s = sum exp(score - m_s) v,
 
-and the last program of a (b, h) to finish merges them, in the same launch:
-o = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max m_s. Which program is last
-is known from an int32 counter per (b, h) that every program increments atomically after
-storing its partial result (Triton's atomics are acquire-release at GPU scope, so the
-last program sees every other program's stores); the last one resets it to zero. This
-replaced a second, combining kernel, so a decode step is one launch fewer. The counters
-live with the cache (`arrivals`, zero between steps) so that no step has to clear them.
+and a second small kernel combines the splits (one launch where XLA took three reductions
+and a padding, the same speed on the H200: WORKSPACE.md, issue 15, session 20):
+o = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max m_s.
 Scores are q . k (float32 products summed over D: one query gives no matmul), masked by
 the slots' positions with `decode_xla.visible`, the rule of both paths. Loads of keys and
 values are masked by visibility, so empty slots (position < 0, a cache not yet full) and
@@ -132,6 +128,21 @@ def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: in
                            (init, load_positions(block_slots(0))))[0]
 
 
+def _store_partial(acc_ref, stats_ref, b, h, split, result):
+  best, total, acc = result
+  acc_ref[b, h, split, :] = acc
+  stats_ref[b, h, split, :] = jnp.where(jnp.arange(2) == 0, best, total)
+
+
+def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, *, span: int,
+            block_k: int, window: int | None, scale: float):
+  b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+  query = q_ref[b, h, :].astype(jnp.float32)  # [D]
+  result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos_ref[b], split * span,
+                        span=span, block_k=block_k, window=window, scale=scale)
+  _store_partial(acc_ref, stats_ref, b, h, split, result)
+
+
 def _merge_splits(best, total, acc):
   """The splits' (max [S], sum [S], acc [S, D]) -> o [D] float32 (zeros where no split saw
   a key)."""
@@ -143,86 +154,61 @@ def _merge_splits(best, total, acc):
   return jnp.where(norm > 0, out / jnp.where(norm > 0, norm, 1.0), 0.0)
 
 
-def _finish(acc_ref, stats_ref, arrivals_ref, out_ref, b, h, split, result, *, batch: int,
-            interpret: bool):
-  """Stores this program's partial result (max, sum, acc [D]) as split `split` of (b, h) and
-  counts it in `arrivals_ref[b, h]`; the program that arrives last merges the splits into
-  `out_ref[b, 0, h]` (and, for the last sequence, zeros into rows past `batch` of head h)
-  and resets the counter to zero."""
-  best, total, acc = result
+def _combine_kernel(acc_ref, stats_ref, out_ref, *, batch: int, splits_block: int):
+  """The splits of one (row, head) of grid (rows, H) merged; rows past `batch` get zeros."""
+  b, h = pl.program_id(0), pl.program_id(1)
   splits, head_dim = acc_ref.shape[2], acc_ref.shape[3]
-  acc_ref[b, h, split, :] = acc
-  stats_ref[b, h, split, :] = jnp.where(jnp.arange(2) == 0, best, total)
-  if not interpret:
-    # All threads' stores before the count, which one thread makes: its release covers
-    # what the barrier ordered before it.
-    pltriton.debug_barrier()
-  arrived = pltriton.atomic_add(arrivals_ref, (b, h), jnp.ones((), jnp.int32))
-
-  @pl.when(arrived == splits - 1)
-  def _merge():
-    splits_block = next_power_of_two(splits)
-    index = jnp.arange(splits_block, dtype=jnp.int32)
-    valid = index < splits
-    cols = jnp.arange(head_dim, dtype=jnp.int32)
-    # Volatile: the other programs' stores are read from L2, never from this SM's L1 (the
-    # cache modifier ".cg" would say the same, but JAX 0.10's lowering rejects it).
-    load = functools.partial(pltriton.load, volatile=True)
-    merged = _merge_splits(
-        load(stats_ref.at[b, h, index, 0], mask=valid, other=-jnp.inf),
-        load(stats_ref.at[b, h, index, 1], mask=valid, other=0.0),
-        load(acc_ref.at[b, h, index[:, None], cols[None, :]],
-             mask=jnp.broadcast_to(valid[:, None], (splits_block, head_dim)), other=0.0))
-    out_ref[b, 0, h, :] = merged.astype(out_ref.dtype)
-    arrivals_ref[b, h] = jnp.zeros((), jnp.int32)
-
-    @pl.when(b == batch - 1)
-    def _zero_padded_rows():
-      for row in range(batch, out_ref.shape[0]):
-        out_ref[row, 0, h, :] = jnp.zeros((head_dim,), out_ref.dtype)
+  split = jnp.arange(splits_block, dtype=jnp.int32)
+  valid = split < splits
+  row = jnp.minimum(b, batch - 1)
+  best = pltriton.load(stats_ref.at[row, h, split, 0], mask=valid, other=-jnp.inf)
+  total = pltriton.load(stats_ref.at[row, h, split, 1], mask=valid, other=0.0)
+  cols = jnp.arange(head_dim, dtype=jnp.int32)
+  acc = pltriton.load(acc_ref.at[row, h, split[:, None], cols[None, :]],
+                      mask=jnp.broadcast_to(valid[:, None], (splits_block, head_dim)),
+                      other=0.0)                                       # [SB, D]
+  out = jnp.where(b < batch, _merge_splits(best, total, acc), 0.0)
+  out_ref[b, 0, h, :] = out.astype(out_ref.dtype)
 
 
-def _kernel(q_pos_ref, q_ref, k_ref, v_ref, k_pos_ref, arrivals_ref, acc_ref, stats_ref,
-            out_ref, arrivals_out_ref, *, span: int, block_k: int, window: int | None,
-            scale: float, interpret: bool):
-  del arrivals_ref  # aliased to arrivals_out_ref
-  b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
-  query = q_ref[b, h, :].astype(jnp.float32)  # [D]
-  result = _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos_ref[b], split * span,
-                        span=span, block_k=block_k, window=window, scale=scale)
-  _finish(acc_ref, stats_ref, arrivals_out_ref, out_ref, b, h, split, result,
-          batch=k_ref.shape[0], interpret=interpret)
+def _combined(acc, stats, rows: int, dtype, config: KernelConfig, interpret: bool):
+  """The splits' partial results acc [B, H, splits, D], stats [B, H, splits, 2] (max, sum)
+  combined into o [rows >= B, 1, H, D] in `dtype`, rows past B zero."""
+  batch, heads, splits, head_dim = acc.shape
+  return pl.pallas_call(
+      functools.partial(_combine_kernel, batch=batch, splits_block=next_power_of_two(splits)),
+      out_shape=jax.ShapeDtypeStruct((rows, 1, heads, head_dim), dtype),
+      grid=(rows, heads),
+      interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
+  )(acc, stats)
 
 
-def _split_outputs(cache_shape, rows: int, dtype, config: KernelConfig):
-  """(span, out shapes of the partial results acc [B, H, splits, D] and stats [B, H,
-  splits, 2], and of o [rows >= B, 1, H, D] in `dtype`) of a kernel over a cache [B, L, H,
-  D]: what both entry points launch."""
+def _split_partials(cache_shape, config: KernelConfig):
+  """(span, splits, out shapes of the partial results acc [B, H, splits, D] and stats
+  [B, H, splits, 2]) of a kernel over a cache [B, L, H, D]: what both entry points launch."""
   batch, cache_len, heads, head_dim = cache_shape
   span = split_span(cache_len, batch * heads, config)
   splits = -(-cache_len // span)
-  return span, [jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
-                jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32),
-                jax.ShapeDtypeStruct((rows, 1, heads, head_dim), dtype)]
+  return span, splits, [
+      jax.ShapeDtypeStruct((batch, heads, splits, head_dim), jnp.float32),
+      jax.ShapeDtypeStruct((batch, heads, splits, 2), jnp.float32)]
 
 
 @functools.partial(jax.jit, static_argnames=("window", "scale", "config", "interpret"))
 def _attend(q, k, v, q_positions, k_positions, *, window, scale, config, interpret):
   batch, _, heads, _ = k.shape
-  span, outputs = _split_outputs(k.shape, batch, q.dtype, config)
-  arrivals = jnp.zeros((batch, heads), jnp.int32)
-  *_, o, _ = pl.pallas_call(
+  span, splits, partials = _split_partials(k.shape, config)
+  acc, stats = pl.pallas_call(
       functools.partial(_kernel, span=span, block_k=config.block_k, window=window,
-                        scale=scale, interpret=interpret),
-      out_shape=outputs + [jax.ShapeDtypeStruct(arrivals.shape, arrivals.dtype)],
-      grid=(batch, heads, outputs[0].shape[2]),
-      input_output_aliases={5: 3},
+                        scale=scale),
+      out_shape=partials,
+      grid=(batch, heads, splits),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
                                              num_stages=config.num_stages),
-  )(q_positions[:, 0].astype(jnp.int32), q[:, 0], k, v, k_positions.astype(jnp.int32),
-    arrivals)
-  return o
+  )(q_positions[:, 0].astype(jnp.int32), q[:, 0], k, v, k_positions.astype(jnp.int32))
+  return _combined(acc, stats, batch, q.dtype, config, interpret)
 
 
 def _checked_settings(q, operands, window, scale, config, interpret):
@@ -283,14 +269,12 @@ def _prepared_row(ref, part, scale_ref, b, h, position, inv_freq, *, eps):
 
 def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
                    block_k: int, window: int | None, scale: float, eps: float,
-                   normalize: bool, interpret: bool):
+                   normalize: bool):
   if normalize:
     q_scale_ref, k_scale_ref, *refs = refs
   else:
     q_scale_ref = k_scale_ref = None
-  # The cache's inputs are aliased to the outputs after o: read and write through those.
-  (k_ref, v_ref, k_pos_ref, _, acc_ref, stats_ref, out_ref, k_out_ref, v_out_ref,
-   k_pos_out_ref, arrivals_ref) = refs
+  k_ref, v_ref, k_pos_ref, acc_ref, stats_ref, k_out_ref, v_out_ref, k_pos_out_ref = refs
   b, h, split = pl.program_id(0), pl.program_id(1), pl.program_id(2)
   q_pos = q_pos_ref[b]
   target = q_pos % k_ref.shape[1]  # the new token's ring-buffer slot
@@ -313,6 +297,7 @@ def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
   new_score = jnp.where(owns_target & decode_xla.visible(q_pos, q_pos, window),
                         jnp.sum(query * new_key) * scale, -jnp.inf)
   result = _online_update(result, jnp.full((1,), new_score), new_value[None, :])
+  _store_partial(acc_ref, stats_ref, b, h, split, result)
 
   @pl.when(owns_target)
   def _write_row():
@@ -323,37 +308,36 @@ def _append_kernel(q_pos_ref, qkv_ref, inv_freq_ref, *refs, span: int,
   def _write_position():
     k_pos_out_ref[b, target] = q_pos
 
-  _finish(acc_ref, stats_ref, arrivals_ref, out_ref, b, h, split, result,
-          batch=k_ref.shape[0], interpret=interpret)
-
 
 @functools.partial(jax.jit, static_argnames=("window", "scale", "eps", "config", "interpret"))
-def _append_and_attend(qkv, cache_k, cache_v, cache_positions, arrivals, positions, inv_freq,
+def _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions, inv_freq,
                        q_norm_scale, k_norm_scale, *, window, scale, eps, config, interpret):
   batch, _, heads, _ = cache_k.shape
-  span, outputs = _split_outputs(cache_k.shape, qkv.shape[0], qkv.dtype, config)
+  span, splits, partials = _split_partials(cache_k.shape, config)
   normalize = q_norm_scale is not None
   inputs = [positions[:, 0].astype(jnp.int32), qkv, inv_freq.astype(jnp.float32)]
   if normalize:
     inputs += [q_norm_scale, k_norm_scale]
-  cache = [cache_k, cache_v, cache_positions, arrivals]
-  first = len(inputs)
-  _, _, o, *cache = pl.pallas_call(
+  first_cache = len(inputs)
+  inputs += [cache_k, cache_v, cache_positions]
+  acc, stats, cache_k, cache_v, cache_positions = pl.pallas_call(
       functools.partial(_append_kernel, span=span, block_k=config.block_k, window=window,
-                        scale=scale, eps=eps, normalize=normalize, interpret=interpret),
-      out_shape=outputs + [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in cache],
-      grid=(batch, heads, outputs[0].shape[2]),
-      input_output_aliases={first + i: len(outputs) + i for i in range(len(cache))},
+                        scale=scale, eps=eps, normalize=normalize),
+      out_shape=partials + [jax.ShapeDtypeStruct(x.shape, x.dtype)
+                            for x in (cache_k, cache_v, cache_positions)],
+      grid=(batch, heads, splits),
+      input_output_aliases={first_cache: 2, first_cache + 1: 3, first_cache + 2: 4},
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps,
                                              num_stages=config.num_stages),
-  )(*inputs, *cache)
-  return o, *cache
+  )(*inputs)
+  o = _combined(acc, stats, qkv.shape[0], qkv.dtype, config, interpret)
+  return o, cache_k, cache_v, cache_positions
 
 
 def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
-                      cache_positions: jax.Array, arrivals: jax.Array, positions: jax.Array,
-                      *, rope_inv_freq: jax.Array, q_norm_scale: jax.Array | None = None,
+                      cache_positions: jax.Array, positions: jax.Array, *,
+                      rope_inv_freq: jax.Array, q_norm_scale: jax.Array | None = None,
                       k_norm_scale: jax.Array | None = None, norm_eps: float = 1e-6,
                       window: int | None = None, scale: float | None = None,
                       config: KernelConfig | None = None, interpret: bool | None = None):
@@ -374,8 +358,6 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
       its projections' output as it is, with no slicing launch.
     cache_k, cache_v: [B, L, H, D]; cache_positions [B, L] (negative = empty). Updated in
       place when the caller donates them (a jitted decode step with its cache donated).
-    arrivals: [B, H] int32 zeros: the kernel's counters of finished cache splits, which it
-      returns zeroed again (keep them with the cache, so that no step has to clear them).
     positions: [B, 1] the new token's positions.
     rope_inv_freq: [D / 2] rotary frequencies.
     q_norm_scale, k_norm_scale: [D] RMS-norm scales, both or neither.
@@ -383,7 +365,7 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
 
   Returns:
     (o [B', 1, H, D] in qkv's dtype (rows past B zero, as the padded rows of a batch-1
-    decode step want them), cache_k, cache_v, cache_positions, arrivals).
+    decode step want them), cache_k, cache_v, cache_positions).
   """
   if cache_k.ndim != 4 or cache_k.shape != cache_v.shape:
     raise ValueError(f"cache_k and cache_v must be [B, L, H, D] alike, got {cache_k.shape} "
@@ -395,9 +377,6 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
   if cache_positions.shape != cache_k.shape[:2] or positions.shape != (batch, 1):
     raise ValueError(f"cache_positions must be [B, L] = {cache_k.shape[:2]} and positions "
                      f"[B, 1], got {cache_positions.shape} and {positions.shape}")
-  if arrivals.shape != (batch, heads) or arrivals.dtype != jnp.int32:
-    raise ValueError(f"arrivals must be int32 [B, H] = [{batch}, {heads}], got "
-                     f"{arrivals.dtype} {arrivals.shape}")
   if rope_inv_freq.shape != (head_dim // 2,):
     raise ValueError(f"rope_inv_freq must be [D / 2] = [{head_dim // 2}], got "
                      f"{rope_inv_freq.shape}")
@@ -405,7 +384,7 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
     raise ValueError("q_norm_scale and k_norm_scale must be given together (or neither)")
   scale, config, interpret = _checked_settings(qkv, (qkv, cache_k), window, scale, config,
                                               interpret)
-  return _append_and_attend(qkv, cache_k, cache_v, cache_positions, arrivals, positions,
+  return _append_and_attend(qkv, cache_k, cache_v, cache_positions, positions,
                             rope_inv_freq, q_norm_scale, k_norm_scale, window=window,
                             scale=scale, eps=float(norm_eps), config=config,
                             interpret=interpret)

@@ -35,14 +35,10 @@ class AttentionCache(NamedTuple):
 
   k, v: [B, cache_len, H, D] rotated keys and values (after any kv_hook).
   positions: [B, cache_len] int32 position held by each slot, -1 for empty.
-  arrivals: [B, H] int32, zero between steps: the GPU decode kernel's counters of the cache
-    splits that have finished a step (`decode_attention.append_and_attend`), kept here so
-    that no step has to clear them.
   """
   k: jax.Array
   v: jax.Array
   positions: jax.Array
-  arrivals: jax.Array
 
 
 # kv_hook(x, k, v, positions) -> (k, v): rewrites the rotated keys and values of every token
@@ -118,7 +114,6 @@ def init_attention_cache(batch_size: int, cache_len: int, num_heads: int, head_d
       k=jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
       v=jnp.zeros((batch_size, cache_len, num_heads, head_dim), dtype),
       positions=jnp.full((batch_size, cache_len), -1, jnp.int32),
-      arrivals=jnp.zeros((batch_size, num_heads), jnp.int32),
   )
 
 
@@ -132,7 +127,7 @@ def write_cache(cache: AttentionCache, k: jax.Array, v: jax.Array,
   k, v, positions = k[:, -cache_len:], v[:, -cache_len:], positions[:, -cache_len:]
   slots = positions % cache_len
   batch = jnp.arange(k.shape[0])[:, None]
-  return cache._replace(
+  return AttentionCache(
       k=cache.k.at[batch, slots].set(k.astype(cache.k.dtype)),
       v=cache.v.at[batch, slots].set(v.astype(cache.v.dtype)),
       positions=cache.positions.at[batch, slots].set(positions.astype(jnp.int32)),
@@ -265,7 +260,7 @@ class Attention(nn.Module):
       qkv = jnp.concatenate(flat, axis=-1).reshape(rows.shape[0], 3, self.num_heads,
                                                    self.head_dim)
       o, *cache = decode_attention.append_and_attend(
-          qkv, *cache, positions, window=self.window,
+          qkv, cache.k, cache.v, cache.positions, positions, window=self.window,
           rope_inv_freq=inverse_frequencies(self.head_dim, self.rope_base), **scales)
       return self._output(o)[:batch], AttentionCache(*cache)
     q, k, v = self._prepare(x, positions, kv_hook, q, k, v)
