@@ -23,7 +23,6 @@ from experiments import common
 from experiments import configs
 from sdm_jax.evaluation import attention_benchmarks
 from sdm_jax.evaluation import gdn_benchmarks
-from sdm_jax.evaluation import matmul_benchmarks
 from sdm_jax.evaluation import peer_benchmarks
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import step_benchmarks
@@ -102,8 +101,7 @@ _TILINGS = flags.DEFINE_list(
     "row_tile, group_entries, num_warps, num_stages; gdn: chunk_pallas, fields block_v, "
     "state_block_v, prepare_warps, output_warps, num_stages, ...; topk: topk_pallas, fields "
     "block_rows, num_warps, half_select, group_size, pick; decode_attention: decode_pallas, "
-    "fields block_k, num_warps, num_stages, min_programs; skinny_matmul: skinny_pallas, "
-    "fields max_block_n, block_k, num_warps, num_stages, min_programs).")
+    "fields block_k, num_warps, num_stages, min_programs).")
 
 
 def _gdn_tiling_from_flags() -> dict[str, Any]:
@@ -178,24 +176,6 @@ def _bench_decode_attention() -> dict[str, Any]:
 
 
 BENCHMARKS["decode_attention"] = _bench_decode_attention
-
-
-_SKINNY_ROWS = flags.DEFINE_list("skinny_rows", ["1", "8"], "Rows M of x (skinny_matmul).")
-_SKINNY_DEPTH = flags.DEFINE_integer("skinny_depth", 2048, "Depth K (skinny_matmul).")
-_SKINNY_WIDTHS = flags.DEFINE_list(
-    "skinny_widths", ["2048+2048+2048", "2048"],
-    "skinny_matmul: matrix sets, each the widths N of matrices multiplied at once joined by "
-    "'+' (the defaults: an attention layer's q/k/v and its output projection at d = 2048).")
-
-
-def _bench_skinny_matmul() -> dict[str, Any]:
-  return matmul_benchmarks.benchmark(
-      rows=[int(m) for m in _SKINNY_ROWS.value], depth=_SKINNY_DEPTH.value,
-      widths=[[int(n) for n in spec.split("+")] for spec in _SKINNY_WIDTHS.value],
-      dtype=_DTYPE.value, tilings=_TILINGS.value, repeats=_REPEATS.value)
-
-
-BENCHMARKS["skinny_matmul"] = _bench_skinny_matmul
 
 
 _TRAIN_CONFIGS = flags.DEFINE_list(

@@ -7,7 +7,6 @@ import pytest
 
 from pallas_kernels.product_key import topk_pallas
 from sdm_jax.evaluation import attention_benchmarks
-from sdm_jax.evaluation import matmul_benchmarks
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import topk_benchmarks
@@ -69,22 +68,6 @@ def test_decode_attention_benchmark_times_xla_and_each_tiling():
   for kernel in (default, small):
     assert kernel["ms"] > 0 and kernel["cache_gb_per_s"] > 0
     assert kernel["max_abs_difference"] < 1e-5
-
-
-def test_skinny_matmul_benchmark_times_xla_and_each_tiling():
-  result = matmul_benchmarks.benchmark(
-      rows=[1, 3], depth=64, widths=[[32, 48], [16]], dtype="float32",
-      tilings=["default", "max_block_n=16;block_k=32"], repeats=1)
-  assert [(r["rows"], r["widths"]) for r in result["results"]] == [
-      (1, [32, 48]), (3, [32, 48]), (1, [16]), (3, [16])]
-  for row in result["results"]:
-    assert row["weight_bytes"] == 64 * sum(row["widths"]) * 4 and row["xla_wall_us"] > 0
-    assert [k["tiling"] for k in row["kernel"]] == ["default", "max_block_n=16;block_k=32"]
-    for kernel in row["kernel"]:
-      assert kernel["wall_us"] > 0 and kernel["block_n"] == 16
-      assert kernel["max_abs_difference"] < 1e-5
-      # CPU records no device ops: no device time is claimed.
-      assert (kernel["us"] is None) == (jax.default_backend() == "cpu")
 
 
 def test_tiling_benchmark_times_each_tiling_on_one_plan():
