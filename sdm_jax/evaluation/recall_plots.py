@@ -41,9 +41,9 @@ def write_plots(results: dict[str, Any], output_dir: str) -> list[str]:
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 
   task, models = results["task"], results["models"]
-  title = (f"MQAR, {task['num_kv_pairs']} pairs, vocab {task['vocab_size']}, "
-           f"d={results['settings']['d_model']}, {results['settings']['steps']} steps "
-           f"({results['device']})")
+  title = (f"{_task_title(task['name'], task.get('num_kv_pairs'))}, vocab "
+           f"{task['vocab_size']}, d={results['settings']['d_model']}, "
+           f"{results['settings']['steps']} steps ({results['device']})")
   written = []
 
   figure, axes = plt.subplots(figsize=(6.4, 4.4))
@@ -122,10 +122,14 @@ def _panel_key(record: dict[str, Any]) -> tuple:
           record["vocab_size"], record["d_model"])
 
 
+def _task_title(task: str, pairs: int | None) -> str:
+  """What a plot's title calls the recall task: MQAR with its pairs, or the needle task."""
+  return f"MQAR, {pairs} pairs" if task == "mqar" else f"needle task {task!r}"
+
+
 def _panel_title(key: tuple) -> str:
   task, seq_len, pairs, vocab, d_model = key
-  what = f"MQAR, {pairs} pairs" if task == "mqar" else f"needle task {task!r}"
-  return f"{what} in {seq_len} tokens, vocab {vocab}, d={d_model}"
+  return f"{_task_title(task, pairs)} in {seq_len} tokens, vocab {vocab}, d={d_model}"
 
 
 def _series(record: dict[str, Any]) -> tuple[str, str]:

@@ -308,6 +308,16 @@ def test_needle_runs_are_scored_at_each_context(tmp_path):
     assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_needle_sweep_into_an_output_dir_plots_too(tmp_path):
+  """The output_dir form (one results.json) with a needle task: its plots' titles name the
+  task (they had assumed MQAR's pairs and failed)."""
+  settings = dict(sweep_config.PRESETS["niah_smoke"], mixers="G")
+  outcome = recall_sweep.run_sweep(settings, output_dir=str(tmp_path / "out"),
+                                   log=lambda line: None)
+  assert outcome["plots"] == ["accuracy_vs_state.png", "accuracy_vs_context.png"]
+  assert [p["seq_len"] for p in outcome["models"][0]["by_seq_len"]] == [16, 32, 64]
+
+
 def test_init_overlaps_report_each_sdm_point_and_seed_beside_chance():
   settings = dict(sweep_config.PRESETS["smoke"], mixers=["G", "M"], sdm_slots=[64, 256],
                   seeds=[0, 1], peak_lrs=[1e-3, 3e-3])
