@@ -41,7 +41,9 @@ def write_plots(results: dict[str, Any], output_dir: str) -> list[str]:
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 
   task, models = results["task"], results["models"]
-  title = (f"{_task_title(task['name'], task.get('num_kv_pairs'))}, vocab "
+  options = tuple(sorted((k, v) for k, v in task.items()
+                         if k not in ("name", "seq_len", "num_kv_pairs", "vocab_size")))
+  title = (f"{_task_title(task['name'], task.get('num_kv_pairs'), options)}, vocab "
            f"{task['vocab_size']}, d={results['settings']['d_model']}, "
            f"{results['settings']['steps']} steps ({results['device']})")
   written = []
@@ -118,18 +120,25 @@ def _is_headline(record: dict[str, Any]) -> bool:
 
 
 def _panel_key(record: dict[str, Any]) -> tuple:
+  # Records written before session 21 carry no task_options (their tasks had defaults).
+  options = tuple(sorted((record.get("task_options") or {}).items()))
   return (record["task"], record["seq_len"], record.get("num_kv_pairs") or 0,
-          record["vocab_size"], record["d_model"])
+          record["vocab_size"], record["d_model"], options)
 
 
-def _task_title(task: str, pairs: int | None) -> str:
-  """What a plot's title calls the recall task: MQAR with its pairs, or the needle task."""
-  return f"MQAR, {pairs} pairs" if task == "mqar" else f"needle task {task!r}"
+def _task_title(task: str, pairs: int | None, options: tuple = ()) -> str:
+  """What a plot's title calls the recall task: MQAR with its pairs, or the needle task
+  with the options that set it apart (its key and query counts)."""
+  if task == "mqar":
+    return f"MQAR, {pairs} pairs"
+  counts = ", ".join(f"{k}={v}" for k, v in options if k.startswith("num_"))
+  return f"needle task {task!r}" + (f" ({counts})" if counts else "")
 
 
 def _panel_title(key: tuple) -> str:
-  task, seq_len, pairs, vocab, d_model = key
-  return f"{_task_title(task, pairs)} in {seq_len} tokens, vocab {vocab}, d={d_model}"
+  task, seq_len, pairs, vocab, d_model, options = key
+  return (f"{_task_title(task, pairs, options)} in {seq_len} tokens, vocab {vocab}, "
+          f"d={d_model}")
 
 
 def _series(record: dict[str, Any]) -> tuple[str, str]:

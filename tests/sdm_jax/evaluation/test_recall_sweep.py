@@ -51,7 +51,8 @@ def test_the_presets_run_on_the_h200_keep_their_recorded_run_keys():
   results = pathlib.Path(__file__).parents[3] / "experiments/results/recall_study_h200.json"
   recorded = {record["run_key"] for record in json.loads(results.read_text())}
   for name in ("mqar512_base", "mqar512_sdm", "mqar512_sdm_large", "mqar512_seeds_sdm",
-               "mqar512_seeds_gdn", "mqar512_overlap", "mqar512_balance", "mqar512_high_lr"):
+               "mqar512_seeds_gdn", "mqar512_overlap", "mqar512_balance", "mqar512_high_lr",
+               "mqar512_tied"):
     settings = recall_sweep.complete_settings(sweep_config.PRESETS[name])
     task, rule = recall_sweep.sweep_task(settings), recall_sweep.plateau_rule(settings)
     for point in recall_sweep.sweep_points(settings):
@@ -138,6 +139,23 @@ def test_plots_show_each_models_best_learning_rate_and_its_median_seed():
   assert best[0]["accuracy"] == 0.5 and best[0]["seed_accuracies"] == [0.1, 0.5, 0.95]
   even = recall_plots._best_per_state(seeds[:2])  # pylint: disable=protected-access
   assert even[0]["accuracy"] == pytest.approx(0.525)
+
+
+def test_needle_records_of_other_key_counts_get_their_own_panels():
+  """Two presets of one needle task (16 and 64 keys) plot apart, titled by their counts;
+  records from before task_options existed share a panel with option-less ones."""
+  base = {"task": "multi_query", "seq_len": 1024, "num_kv_pairs": None, "vocab_size": 256,
+          "d_model": 128}
+  few = dict(base, task_options={"num_keys": 16, "num_queries": 16, "filler": "random"})
+  many = dict(base, task_options={"num_keys": 64, "num_queries": 16, "filler": "random"})
+  keys = {recall_plots._panel_key(r) for r in (few, many)}  # pylint: disable=protected-access
+  assert len(keys) == 2
+  titles = sorted(recall_plots._panel_title(k) for k in keys)  # pylint: disable=protected-access
+  assert titles == [f"needle task 'multi_query' (num_keys={n}, num_queries=16) in 1024 tokens, "
+                    f"vocab 256, d=128" for n in (16, 64)]
+  old = dict(base, task="single")  # no task_options field
+  assert recall_plots._panel_key(old) == recall_plots._panel_key(  # pylint: disable=protected-access
+      dict(old, task_options={}))
 
 
 def test_each_point_trains_once_per_seed_and_seed_zero_keeps_its_run_key():
@@ -303,6 +321,7 @@ def test_needle_runs_are_scored_at_each_context(tmp_path):
   for record in records:
     assert 0 <= record["accuracy"] <= 1 and record["num_kv_pairs"] is None
     assert record["chance"] == 1 / 15  # value tokens [17, 32) of vocabulary 32
+    assert record["task_options"] == {"num_keys": 2, "filler": "random"}
   assert outcome["plots"] == ["niah_accuracy_vs_state.png", "niah_accuracy_vs_context.png"]
   for name in outcome["plots"]:
     assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
