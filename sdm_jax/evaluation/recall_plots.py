@@ -28,6 +28,13 @@ MIXER_NAMES = {"A": "full attention (SA)", "S": "sliding window (SS)",
 MIXER_COLORS = {"A": "tab:gray", "S": "tab:blue", "G": "tab:green", "M": "tab:red"}
 
 
+def options_of(task: dict[str, Any]) -> dict[str, Any]:
+  """A task spec's options besides its name, lengths and vocabulary (the needle tasks'
+  num_keys, num_queries, filler, ...): what records keep as `task_options`."""
+  return {k: v for k, v in task.items()
+          if k not in ("name", "seq_len", "num_kv_pairs", "vocab_size")}
+
+
 def _label(record: dict[str, Any]) -> str:
   if record["knob"] is None:
     return record["mixer"]
@@ -41,8 +48,7 @@ def write_plots(results: dict[str, Any], output_dir: str) -> list[str]:
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 
   task, models = results["task"], results["models"]
-  options = tuple(sorted((k, v) for k, v in task.items()
-                         if k not in ("name", "seq_len", "num_kv_pairs", "vocab_size")))
+  options = tuple(sorted(options_of(task).items()))
   title = (f"{_task_title(task['name'], task.get('num_kv_pairs'), options)}, vocab "
            f"{task['vocab_size']}, d={results['settings']['d_model']}, "
            f"{results['settings']['steps']} steps ({results['device']})")

@@ -329,9 +329,7 @@ def run_point(point: dict[str, Any], settings: dict[str, Any], task: dict[str, A
       "value": point["value"], "pattern": model_config.layer_kinds,
       "task": task["name"], "seq_len": task["seq_len"],
       "num_kv_pairs": task.get("num_kv_pairs"), "vocab_size": task["vocab_size"],
-      # The task's other options (the needle tasks' num_keys, num_queries, filler, ...).
-      "task_options": {k: v for k, v in task.items()
-                       if k not in ("name", "seq_len", "num_kv_pairs", "vocab_size")},
+      "task_options": recall_plots.options_of(task),
       "d_model": model_config.d_model,
       # The swept layer's state per sequence at seq_len (A: its KV cache there).
       "state_bytes": state[_mixer_layer(model_config)], "model_state_bytes": state["total"],
