@@ -191,15 +191,17 @@ PRESETS = {
     # Needle in a haystack (RULER-style, random filler): one needle, one query. Ran on the
     # H200 (session 21) and trained nothing, attention included: one target per sequence of
     # 1,024 tokens is too sparse a signal at this budget. Kept for its records; the two
-    # presets after it query 16 needles per sequence instead.
+    # presets after it query 64 needles per sequence instead (CPU probes, WORKSPACE.md: with
+    # 127 values, 16 queries per sequence stayed at chance for 1,600 steps at batch 16; with
+    # 64, G K=32 reached 0.042 and A 0.022 in 1,500 steps, chance 0.008).
     "niah_single": _niah("single", dict(filler="random")),
-    # 16 needles, all queried (RULER's multi-query): each query retrieves one needle among
-    # 15 others, 16 targets per sequence.
-    "niah_multi_query": _niah("multi_query", dict(num_keys=16, num_queries=16,
+    # 64 needles, all queried (RULER's multi-query): each query retrieves one needle among
+    # 63 others, 64 targets per sequence; 384 of the 1,024 tokens are needles and queries.
+    "niah_multi_query": _niah("multi_query", dict(num_keys=64, num_queries=64,
                                                   filler="random"), steps=4000),
-    # 64 needles with distinct keys, 16 of them queried (RULER's multi-key, queried 16 at a
-    # time for the same signal): 48 distractor needles besides the 15 other queried ones.
-    "niah_multi_key": _niah("multi_query", dict(num_keys=64, num_queries=16,
+    # 96 needles with distinct keys, 64 of them queried (RULER's multi-key, queried 64 at a
+    # time for the same signal): 32 distractor needles besides the other queried ones.
+    "niah_multi_key": _niah("multi_query", dict(num_keys=96, num_queries=64,
                                                 filler="random"), steps=4000),
     # The needle presets' machinery on CPU in seconds (for tests).
     "niah_smoke": dict(mixers="GM", d_model=32, num_heads=2, base_window=4, windows=(),
