@@ -17,8 +17,8 @@ the slots' positions with `decode_xla.visible`, the rule of both paths. Loads of
 values are masked by visibility, so empty slots (position < 0, a cache not yet full) and
 slots outside the window cost no bandwidth. A query that sees no key gets zeros, as in the twin.
 
-`append_and_attend` is a whole decode step of the `A` / `S` layers in the same launch: from
-the raw projections of the new token it forms q and k (RMS norm, rotary) in each program,
+`append_and_attend` is a whole decode step of the `A` / `S` layers in one launch, followed
+by the splits' combine as above: from the raw projections of the new token it forms q and k (RMS norm, rotary) in each program,
 writes k, v and the position into the cache's ring-buffer slot in place (the cache is
 aliased to the outputs) and attends over the updated cache, so XLA runs no norm, rotary
 or cache-update ops around it (8 small launches fewer per step; on the H200 the batch-1
@@ -341,7 +341,8 @@ def append_and_attend(qkv: jax.Array, cache_k: jax.Array, cache_v: jax.Array,
                       k_norm_scale: jax.Array | None = None, norm_eps: float = 1e-6,
                       window: int | None = None, scale: float | None = None,
                       config: KernelConfig | None = None, interpret: bool | None = None):
-  """One decode step of causal attention over a ring-buffer cache, in one kernel launch:
+  """One decode step of causal attention over a ring-buffer cache, in one kernel launch
+  (then the splits' combine, a second small one):
 
     q~ = rope(norm_q(q)),  k~ = rope(norm_k(k))   at `positions` (norms only with scales),
     slot positions % L of the cache takes (k~, v, positions),

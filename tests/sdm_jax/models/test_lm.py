@@ -29,9 +29,9 @@ SMALL_SDM = dict(sdm_slots=64, sdm_writes=4, sdm_reads=4, sdm_chunk_size=8, sdm_
 
 
 # SAG covers A and S under the default decode path; SA the decode-attention kernel (the
-# fused step: norm, rotary, cache write and attention in one launch); batch 1 every mixer's
-# projections (G's convolution tails too), the MLPs and the head on padded rows
-# (sdm_jax/layers/decode_rows.py).
+# fused step: norm, rotary, cache write and attention in one launch, then the splits'
+# combine); batch 1 every mixer's projections (G's convolution tails too), the MLPs and the
+# head on padded rows (sdm_jax/layers/decode_rows.py).
 @pytest.mark.parametrize("pattern,attention_decode_impl,batch", [
     ("SAG", "auto", 2), ("SM", "auto", 2), ("SA", "pallas", 2), ("SM", "auto", 1),
     ("SAG", "auto", 1), ("SA", "pallas", 1)])
