@@ -6,7 +6,9 @@
 
 For each mixer letter, batch and context length: builds a one-layer LMConfig at
 --d_model and times the decode step of one token against a full cache, median of
---repeats calls after --warmup, one jitted call per token (host dispatch included). For
+--repeats calls after --warmup, one jitted call per token (host dispatch included), and
+per token inside jitted 32-step scans, each call waited for and back to back (the latter
+is timed as the SDPA peer's CUDA graph replays are: no host round trip between calls). For
 each named experiment config (--models; empty to skip), batch and --model_contexts: the
 whole model's greedy decoding, --model_steps tokens in one jitted `lax.scan` as
 `generate` runs them (`sdm_jax.evaluation.decode_benchmarks`); the --sdm_impl,
@@ -94,7 +96,8 @@ def main(argv):
                              top_ops=_TOP_OPS.value, cast_kernels=_CAST_KERNELS.value)
         results.append(result)
         print(f"{kind} B={batch:<2d} context={context:>7,d}: {result['step_ms']:8.3f} ms/token, "
-              f"{result['scan_step_ms']:.3f} in a scan "
+              f"{result['scan_step_ms']:.3f} in a scan, "
+              f"{result['scan_back_to_back_ms']:.3f} in scans back to back "
               f"(cache {result['cache_bytes_per_sequence'] / 2**20:,.1f} MiB/sequence)",
               flush=True)
   peers = []

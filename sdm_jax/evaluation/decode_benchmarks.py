@@ -50,7 +50,10 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
   pattern) at `batch` sequences after `context` tokens, over `repeats` steps after
   `warmup`, one jitted call per token (host dispatch included); "scan_step_ms": per token
   of SCAN_STEPS steps in one jitted `lax.scan` (as `generate` decodes, each step's output
-  fed into the next step's input so none can be skipped); with the cache's bytes per
+  fed into the next step's input so none can be skipped), each call waited for;
+  "scan_back_to_back_ms": the same with the calls issued back to back and waited for once
+  (no host round trip between calls: how PyTorch's replayed CUDA graph is timed, and how a
+  long `generate` runs); with the cache's bytes per
   sequence, and with `top_ops` > 0 the costliest device ops of a scanned step, per token
   (`timing.device_time_by_op`). `cast_kernels`: Dense kernels stored in the compute dtype,
   as `generate` decodes (`dense_kernels_in`); False keeps them float32."""
@@ -93,26 +96,22 @@ def time_decode(config: LMConfig, batch: int, context: int, *, warmup: int,
     y, cache = step(params, x, positions, cache)
     jax.block_until_ready((y, cache))
     samples.append((time.perf_counter() - start) * 1e3)
-  scan_samples = []
-  for i in range(4):
-    start = time.perf_counter()
-    y, cache = scanned_steps(params, cache)
-    jax.block_until_ready((y, cache))
-    if i:  # the first call compiles
-      scan_samples.append((time.perf_counter() - start) * 1e3 / SCAN_STEPS)
+  # The scanned calls take the donated cache each previous call returned.
+  state = {"cache": cache}
+
+  def scan_call():
+    y, state["cache"] = scanned_steps(params, state["cache"])
+    return y, state["cache"]
+
+  scan = timing.time_call(scan_call, warmup=1, repeats=4)  # the warm-up call compiles
   result = {"mixer": kind, "batch": batch, "context": context, "cast_kernels": cast_kernels,
             "step_ms": statistics.median(samples), "min_ms": min(samples),
-            "scan_step_ms": statistics.median(scan_samples),
+            "scan_step_ms": scan["median_ms"] / SCAN_STEPS,
+            "scan_back_to_back_ms": scan["back_to_back_ms"] / SCAN_STEPS,
             "cache_bytes_per_sequence": cache_bytes // batch}
   if top_ops:
     # The scanned steps are profiled (the per-call step is another module with other
     # fusions and launches), per token: each row's ms and count over SCAN_STEPS.
-    state = {"cache": cache}
-
-    def scan_call():  # the donated cache is replaced by each call's result
-      y, state["cache"] = scanned_steps(params, state["cache"])
-      return y, state["cache"]
-
     result["top_ops"] = [{**row, "ms": row["ms"] / SCAN_STEPS, "count": row["count"] / SCAN_STEPS}
                          for row in timing.device_time_by_op(scan_call, top=top_ops)]
   return result

@@ -15,7 +15,8 @@ def test_bench_decode_reports_each_mixer_batch_and_context(run_cli):
   rows = {(r["mixer"], r["context"]): r for r in result["results"]}
   assert result["peers"] == []  # --sdpa_peer is off by default
   assert set(rows) == {(m, c) for m in "MGSA" for c in (16, 64)}
-  assert all(r["step_ms"] > 0 and r["scan_step_ms"] > 0 for r in rows.values())
+  assert all(r["step_ms"] > 0 and r["scan_step_ms"] > 0 and r["scan_back_to_back_ms"] > 0
+             for r in rows.values())
   models = {(r["model"], r["context"]): r for r in result["models"]}
   assert set(models) == {("gdn_tiny", 16), ("gdn_tiny", 40)}
   assert all(r["tokens_per_s"] > 0 and r["batch"] == 2 and r["steps"] == 3
