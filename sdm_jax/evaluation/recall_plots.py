@@ -175,6 +175,17 @@ def _best_per_state(line: list[dict[str, Any]]) -> list[dict[str, Any]]:
   return [best[state] for state in sorted(best)]
 
 
+def _context_label(record: dict[str, Any], in_panel: list[dict[str, Any]]) -> str:
+  """The run's name, with its rate and seed where others of that name in the panel differ."""
+  twins = [r for r in in_panel if r["name"] == record["name"]]
+  label = record["name"]
+  if len({r.get("peak_lr") for r in twins}) > 1:
+    label += f", lr {record.get('peak_lr'):g}"
+  if len({r.get("seed") for r in twins}) > 1:
+    label += f", seed {record.get('seed')}"
+  return label
+
+
 def _grid(plt, count: int):
   columns = min(count, 2)
   rows = -(-count // columns)
@@ -238,7 +249,7 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
         line = sorted((r for r in in_panel if r["run_key"] == run),
                       key=lambda r: r["context"])
         ax.plot([r["context"] for r in line], [r["accuracy"] for r in line], marker="o",
-                color=MIXER_COLORS[mixer], label=name)
+                color=MIXER_COLORS[mixer], label=_context_label(line[0], in_panel))
       contexts = sorted({r["context"] for r in in_panel})
       ax.axvline(key[1], color="gray", linestyle=":", linewidth=1, label="training length")
       ax.axhline(in_panel[0]["chance"], color="black", linestyle=":", linewidth=1)

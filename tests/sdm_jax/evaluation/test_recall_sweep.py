@@ -158,6 +158,15 @@ def test_needle_records_of_other_key_counts_get_their_own_panels():
       dict(old, task_options={}))
 
 
+def test_context_plot_labels_name_the_rate_and_seed_only_where_runs_of_a_name_differ():
+  runs = [{"name": "A", "peak_lr": 3e-3, "seed": 0}, {"name": "A", "peak_lr": 1e-3, "seed": 0},
+          {"name": "G_K32", "peak_lr": 1e-3, "seed": 0}, {"name": "G_K32", "peak_lr": 1e-3,
+                                                           "seed": 1}]
+  labels = [recall_plots._context_label(r, runs) for r in runs]  # pylint: disable=protected-access
+  assert labels == ["A, lr 0.003", "A, lr 0.001", "G_K32, seed 0", "G_K32, seed 1"]
+  assert recall_plots._context_label(runs[0], runs[:1]) == "A"  # pylint: disable=protected-access
+
+
 def test_each_point_trains_once_per_seed_and_seed_zero_keeps_its_run_key():
   base = recall_sweep.complete_settings(dict(sweep_config.PRESETS["smoke"], mixers="G"))
   settings = dict(base, seeds=(0, 3))
