@@ -118,7 +118,11 @@ def _attend_span(k_ref, v_ref, k_pos_ref, query, b, h, q_pos, first, *, span: in
       seen &= slots != skip_slot
     rows = (b, slots[:, None], h, cols[None, :])
     mask = jnp.broadcast_to(seen[:, None], (block_k, head_dim))
-    load = lambda ref: pltriton.load(ref.at[rows], mask=mask, other=0).astype(f32)  # noqa: E731
+    # The cache is read once per step: its lines go first from L2, so the projections'
+    # weights (33 MB at d = 2048) stay there from one step to the next (on the H200 the
+    # q/k/v GEMM went from 10.2 to 6.0 us a step: WORKSPACE.md, issue 15, session 22).
+    load = lambda ref: pltriton.load(ref.at[rows], mask=mask, other=0,  # noqa: E731
+                                     eviction_policy="evict_first").astype(f32)
     keys, values = load(k_ref), load(v_ref)                           # [BK, D] each
     scores = jnp.where(seen, jnp.sum(keys * query[None, :], axis=1) * scale, -jnp.inf)
     return _online_update(result, scores, values), next_pos
