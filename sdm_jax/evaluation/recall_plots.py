@@ -93,9 +93,9 @@ def write_plots(results: dict[str, Any], output_dir: str) -> list[str]:
 
 
 def _rank_in_mixer(record: dict[str, Any], models: list[dict[str, Any]]) -> float:
-  """0 for the smallest state of its mixer, 1 for the largest (line opacity)."""
-  sizes = sorted(r["state_bytes"] for r in models if r["mixer"] == record["mixer"])
-  return sizes.index(record["state_bytes"]) / max(len(sizes) - 1, 1)
+  """0 for the smallest state of its mixer, 1 for the largest or only one (line opacity)."""
+  sizes = sorted({r["state_bytes"] for r in models if r["mixer"] == record["mixer"]})
+  return sizes.index(record["state_bytes"]) / (len(sizes) - 1) if len(sizes) > 1 else 1.0
 
 
 def format_table(results: dict[str, Any]) -> str:
@@ -249,7 +249,8 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
         line = sorted((r for r in in_panel if r["run_key"] == run),
                       key=lambda r: r["context"])
         ax.plot([r["context"] for r in line], [r["accuracy"] for r in line], marker="o",
-                color=MIXER_COLORS[mixer], label=_context_label(line[0], in_panel))
+                color=MIXER_COLORS[mixer], label=_context_label(line[0], in_panel),
+                alpha=0.4 + 0.6 * _rank_in_mixer(line[0], in_panel))
       contexts = sorted({r["context"] for r in in_panel})
       ax.axvline(key[1], color="gray", linestyle=":", linewidth=1, label="training length")
       ax.axhline(in_panel[0]["chance"], color="black", linestyle=":", linewidth=1)

@@ -158,13 +158,18 @@ def test_needle_records_of_other_key_counts_get_their_own_panels():
       dict(old, task_options={}))
 
 
-def test_context_plot_labels_name_the_rate_and_seed_only_where_runs_of_a_name_differ():
+def test_context_plot_lines_name_rate_and_seed_where_runs_differ_and_fade_by_state():
   runs = [{"name": "A", "peak_lr": 3e-3, "seed": 0}, {"name": "A", "peak_lr": 1e-3, "seed": 0},
           {"name": "G_K32", "peak_lr": 1e-3, "seed": 0}, {"name": "G_K32", "peak_lr": 1e-3,
                                                            "seed": 1}]
   labels = [recall_plots._context_label(r, runs) for r in runs]  # pylint: disable=protected-access
   assert labels == ["A, lr 0.003", "A, lr 0.001", "G_K32, seed 0", "G_K32, seed 1"]
   assert recall_plots._context_label(runs[0], runs[:1]) == "A"  # pylint: disable=protected-access
+  # Lines of one mixer fade with its smaller states; a mixer with one state is drawn full.
+  sized = [{"mixer": "G", "state_bytes": b} for b in (10, 20, 20, 40)] + [
+      {"mixer": "A", "state_bytes": 5}]
+  ranks = [recall_plots._rank_in_mixer(r, sized) for r in sized]  # pylint: disable=protected-access
+  assert ranks == [0.0, 0.5, 0.5, 1.0, 1.0]
 
 
 def test_each_point_trains_once_per_seed_and_seed_zero_keeps_its_run_key():
