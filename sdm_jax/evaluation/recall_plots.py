@@ -147,6 +147,10 @@ def _panel_title(key: tuple) -> str:
           f"d={d_model}")
 
 
+_REMEDIES = ("M0 lr", "balance", "tied init")  # what _series adds for a training remedy
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
 def _series(record: dict[str, Any]) -> tuple[str, str]:
   """(label, mixer) of the line a record belongs to in the state plot."""
   label = MIXER_NAMES[record["mixer"]]
@@ -154,6 +158,10 @@ def _series(record: dict[str, Any]) -> tuple[str, str]:
     label += f", W=R={record['sdm_writes']}"
     if record["m0_lr_multiplier"] != 1.0:
       label += f", M0 lr x{record['m0_lr_multiplier']:g}"
+    if record.get("sdm_balance_weight", 0.0):
+      label += f", balance {record['sdm_balance_weight']:g}"
+    if record.get("sdm_tied_addressing_init", False):
+      label += ", tied init"
   return label, record["mixer"]
 
 
@@ -186,10 +194,10 @@ def _context_label(record: dict[str, Any], in_panel: list[dict[str, Any]]) -> st
   return label
 
 
-def _grid(plt, count: int):
+def _grid(plt, count: int, panel_width: float = 6.4):
   columns = min(count, 2)
   rows = -(-count // columns)
-  figure, axes = plt.subplots(rows, columns, figsize=(6.4 * columns, 4.4 * rows),
+  figure, axes = plt.subplots(rows, columns, figsize=(panel_width * columns, 4.4 * rows),
                               squeeze=False)
   for extra in axes.flat[count:]:
     extra.set_visible(False)
@@ -208,15 +216,19 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
   headline = [r for r in records if _is_headline(r)]
   panels = sorted({_panel_key(r) for r in headline})
   if panels:
-    figure, axes = _grid(plt, len(panels))
+    figure, axes = _grid(plt, len(panels), panel_width=9.6)  # the legend sits beside each panel
     for key, ax in zip(panels, axes):
       in_panel = [r for r in headline if _panel_key(r) == key]
-      for label, mixer in sorted({_series(r) for r in in_panel},
-                                 key=lambda s: (list(MIXER_NAMES).index(s[1]), s[0])):
+      series = sorted({_series(r) for r in in_panel},
+                      key=lambda s: (list(MIXER_NAMES).index(s[1]), s[0]))
+      for label, mixer in series:
         line = _best_per_state([r for r in in_panel if _series(r) == (label, mixer)])
+        # One marker per series of a mixer, so that series of one colour stay apart.
+        marker = _MARKERS[[s for s in series if s[1] == mixer].index((label, mixer))
+                          % len(_MARKERS)]
         ax.plot([r["state_bytes"] for r in line], [r["accuracy"] for r in line],
-                marker="o", color=MIXER_COLORS[mixer], label=label,
-                linestyle="--" if "M0 lr" in label else "-")
+                marker=marker, color=MIXER_COLORS[mixer], label=label,
+                linestyle="--" if any(remedy in label for remedy in _REMEDIES) else "-")
         seeds = [(r["state_bytes"], a) for r in line if len(r["seed_accuracies"]) > 1
                  for a in r["seed_accuracies"]]
         if seeds:  # each seed of a median point, faint
@@ -226,7 +238,7 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
       ax.set(xscale="log", xlabel="state of the swept layer per sequence (bytes)",
              ylabel="accuracy at the training length", ylim=(0, 1.02))
       ax.set_title(_panel_title(key), fontsize=9)
-      ax.legend(fontsize=7)
+      ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     name = f"{stem}_accuracy_vs_state.png"
     figure.savefig(os.path.join(directory, name), dpi=100)

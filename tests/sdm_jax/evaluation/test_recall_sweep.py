@@ -172,6 +172,18 @@ def test_context_plot_lines_name_rate_and_seed_where_runs_differ_and_fade_by_sta
   assert ranks == [0.0, 0.5, 0.5, 1.0, 1.0]
 
 
+def test_each_training_remedy_is_its_own_series_in_the_state_plot():
+  """Tied, balanced and M0-rate runs are not pooled into the plain runs' median; records
+  from before those fields existed are plain."""
+  plain = {"mixer": "M", "sdm_writes": 32, "m0_lr_multiplier": 1.0}
+  labels = [recall_plots._series(r)[0] for r in (  # pylint: disable=protected-access
+      plain, dict(plain, sdm_tied_addressing_init=True), dict(plain, sdm_balance_weight=0.01),
+      dict(plain, m0_lr_multiplier=10.0), dict(plain, sdm_tied_addressing_init=False,
+                                               sdm_balance_weight=0.0))]
+  assert labels == ["Sparse Delta Memory (SM), W=R=32" + suffix for suffix in (
+      "", ", tied init", ", balance 0.01", ", M0 lr x10", "")]
+
+
 def test_each_point_trains_once_per_seed_and_seed_zero_keeps_its_run_key():
   base = recall_sweep.complete_settings(dict(sweep_config.PRESETS["smoke"], mixers="G"))
   settings = dict(base, seeds=(0, 3))
