@@ -147,21 +147,29 @@ def _panel_title(key: tuple) -> str:
           f"d={d_model}")
 
 
-_REMEDIES = ("M0 lr", "balance", "tied init")  # what _series adds for a training remedy
 _MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def _remedies(record: dict[str, Any]) -> list[str]:
+  """The training remedies an SDM run applied (M0's rate, a balance term, the tied init);
+  records from before a remedy existed lack its field and did not apply it."""
+  if record["mixer"] != "M":
+    return []
+  applied = []
+  if record["m0_lr_multiplier"] != 1.0:
+    applied.append(f"M0 lr x{record['m0_lr_multiplier']:g}")
+  if record.get("sdm_balance_weight", 0.0):
+    applied.append(f"balance {record['sdm_balance_weight']:g}")
+  if record.get("sdm_tied_addressing_init", False):
+    applied.append("tied init")
+  return applied
 
 
 def _series(record: dict[str, Any]) -> tuple[str, str]:
   """(label, mixer) of the line a record belongs to in the state plot."""
   label = MIXER_NAMES[record["mixer"]]
   if record["mixer"] == "M":
-    label += f", W=R={record['sdm_writes']}"
-    if record["m0_lr_multiplier"] != 1.0:
-      label += f", M0 lr x{record['m0_lr_multiplier']:g}"
-    if record.get("sdm_balance_weight", 0.0):
-      label += f", balance {record['sdm_balance_weight']:g}"
-    if record.get("sdm_tied_addressing_init", False):
-      label += ", tied init"
+    label = ", ".join([label, f"W=R={record['sdm_writes']}", *_remedies(record)])
   return label, record["mixer"]
 
 
@@ -228,7 +236,7 @@ def write_record_plots(records: list[dict[str, Any]], results_file: str) -> list
                           % len(_MARKERS)]
         ax.plot([r["state_bytes"] for r in line], [r["accuracy"] for r in line],
                 marker=marker, color=MIXER_COLORS[mixer], label=label,
-                linestyle="--" if any(remedy in label for remedy in _REMEDIES) else "-")
+                linestyle="--" if _remedies(line[0]) else "-")
         seeds = [(r["state_bytes"], a) for r in line if len(r["seed_accuracies"]) > 1
                  for a in r["seed_accuracies"]]
         if seeds:  # each seed of a median point, faint
