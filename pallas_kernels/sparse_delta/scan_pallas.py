@@ -74,6 +74,32 @@ class KernelConfig(NamedTuple):
   # The dense kernels' C x C products: 3 = TF32x3 (about float32), 1 = one TF32 pass (what
   # XLA's default float32 matmuls give the twin; the GDN kernels' choice for 16-bit inputs).
   f32_dot_passes: int = 3
+  # Entries of each row's segment that the row-tile kernels (fwd scatter, bwd written, bwd
+  # read) take per step of their loop: every step waits on a chain of dependent loads
+  # (entry, token, row), so more entries per step shorten the chains a tile waits on, at
+  # the cost of registers (a [row_tile, depth_block, BD] block).
+  depth_block: int = 1
+  # L2 eviction hints on the table rows (`L2_HINTS`): "none"; "stream": `evict_first` on
+  # the rows no later kernel of the chunk touches again (the forward's read rows, the
+  # snapshots, the restored rows, the backward's read rows), so that the rows read again
+  # (written rows between gather and scatter, cotangent rows between the backward's gather
+  # and written-rows kernels) stay in L2; "stream_keep": also `evict_last` on those rows'
+  # first read and `evict_first` on their last touch.
+  l2_hints: str = "none"
+
+
+# KernelConfig.l2_hints -> the eviction policy of each role of a row load or store: "once"
+# (no later kernel of the chunk touches the row), "again" (the first read of a row that the
+# next kernel reads again), "last" (the last touch of such a row).
+L2_HINTS = {
+    "none": {},
+    "stream": {"once": "evict_first"},
+    "stream_keep": {"once": "evict_first", "again": "evict_last", "last": "evict_first"},
+}
+
+
+def _eviction(config: KernelConfig, role: str) -> str | None:
+  return L2_HINTS[config.l2_hints].get(role)
 
 
 def table_limits(*, value_dim: int, table_dtype, accumulation) -> str | None:
@@ -100,7 +126,11 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
-  check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
+  check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps",
+                                     "depth_block"))
+  if config.l2_hints not in L2_HINTS:
+    raise ValueError(f"KernelConfig.l2_hints must be one of {tuple(L2_HINTS)}, "
+                     f"got {config.l2_hints!r}")
   if value_dim % config.block_cols:
     raise ValueError(f"KernelConfig.block_cols must divide Dv = {value_dim}, "
                      f"got {config.block_cols}")
@@ -157,48 +187,67 @@ def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, config, chunk, int
   return acc
 
 
-def gather_rows(ref, lead, rows, cols, valid):
+def gather_rows(ref, lead, rows, cols, valid, eviction_policy=None):
   """ref[*lead, rows, cols] widened to float32, zero where not valid. rows, valid [...]."""
   idx = rows[..., None]
   col_idx = cols.reshape((1,) * rows.ndim + cols.shape)
   mask = jnp.broadcast_to(valid[..., None], (*rows.shape, cols.shape[0]))
-  return pltriton.load(ref.at[(*lead, idx, col_idx)], mask=mask, other=0).astype(jnp.float32)
+  return pltriton.load(ref.at[(*lead, idx, col_idx)], mask=mask, other=0,
+                       eviction_policy=eviction_policy).astype(jnp.float32)
 
 
-def _scatter(ref, lead, rows, cols, values, valid):
+def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
   """ref[*lead, rows, cols] = values where valid. rows, valid [TR]; values [TR, BD]."""
   mask = jnp.broadcast_to(valid[:, None], values.shape)
   pltriton.store(ref.at[(*lead, rows[:, None], cols[None, :])], values.astype(ref.dtype),
-                 mask=mask)
+                 mask=mask, eviction_policy=eviction_policy)
+
+
+class _Entries(NamedTuple):
+  """The entries that one step of `_row_tile_sums` takes: [TR] (depth_block 1) or
+  [TR, depth_block], the k-th ones of every row's segment."""
+  index: jax.Array     # clamped in bounds (for unmasked loads)
+  valid: jax.Array
+  store_at: jax.Array  # invalid lanes put out of bounds (for masked per-entry stores)
+
+  def per_row(self, x):
+    """A per-row [TR, BD] array, broadcastable against per-entry [..., BD] ones."""
+    return x if self.index.ndim == 1 else x[:, None]
+
+  def row_sum(self, x):
+    """Per-entry [..., BD] values summed into their rows: [TR, BD]."""
+    return x if self.index.ndim == 1 else jnp.sum(x, axis=1)
 
 
 def _row_tile_sums(r, prefix, lead, tile_index, config, contribution, initial):
   """Per row i of tile `tile_index` of chunk `lead` = (c, bh), `initial[i]` plus the sum
   over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in float32:
-  at step k every row adds its segment's k-th entry, for as many steps as the tile's
-  longest segment. (Summing onto `initial` keeps one [row_tile, BD] array live across the
-  loop instead of two.)
+  each step every row adds the next `config.depth_block` entries of its segment, for as
+  many steps as the tile's longest segment needs. (Summing onto `initial` keeps one
+  [row_tile, BD] array live across the loop instead of two.)
 
-  `contribution(entries, valid, store_at)` returns one [BD] row per row of the tile, for
-  entries[i] in row i's segment. `entries` are clamped in bounds (for unmasked loads);
-  `store_at` puts invalid lanes out of bounds, so masked per-entry stores never alias a
-  valid lane (in interpret mode a masked store writes back the old value, and
-  out-of-bounds writes drop). Returns [row_tile, BD].
+  `contribution(entries: _Entries)` returns one [BD] row per row of the tile: the sum of
+  its entries' terms. `store_at` keeps masked per-entry stores from aliasing a valid lane
+  (in interpret mode a masked store writes back the old value, and out-of-bounds writes
+  drop). Returns [row_tile, BD].
   """
-  rows = config.row_tile
+  rows, step = config.row_tile, config.depth_block
   first_row = tile_index * rows
   num_entries = r[prefix + "entry_token"].shape[-1]
   begin = r[prefix + "row_begin"][(*lead, pl.ds(first_row, rows))]
   end = r[prefix + "row_begin"][(*lead, pl.ds(first_row + 1, rows))]
+  longest = jnp.max(end - begin)
+  if step > 1:
+    begin, end = begin[:, None] + jnp.arange(step, dtype=jnp.int32)[None, :], end[:, None]
 
   def depth(k, acc):
-    entries = begin + k
+    entries = begin + k * step
     valid = entries < end
-    safe = jnp.where(valid, entries, num_entries - 1)
-    store_at = jnp.where(valid, entries, num_entries)
-    return acc + contribution(safe, valid, store_at)
+    return acc + contribution(_Entries(index=jnp.where(valid, entries, num_entries - 1),
+                                       valid=valid,
+                                       store_at=jnp.where(valid, entries, num_entries)))
 
-  return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
+  return lax.fori_loop(0, longest if step == 1 else pl.cdiv(longest, step), depth, initial)
 
 
 def _program(r, block):
@@ -243,13 +292,15 @@ def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
   group, block = dims.token_group(config), config.block_cols
   c, bh, cols0, cols = _program(r, block)
   t0 = pl.multiple_of(pl.program_id(1) * group, group)
-  targets = [("read_slot", "read_coef", "out_read")]
+  # The read rows are not touched again in the chunk; the scatter reloads the written ones.
+  targets = [("read_slot", "read_coef", "out_read", "once")]
   if dims.shared:
-    targets.append(("write_slot", "write_coef", "r0"))
-  for slot_name, coef_name, out_name in targets:
+    targets.append(("write_slot", "write_coef", "r0", "again"))
+  for slot_name, coef_name, out_name, role in targets:
     slots = r[slot_name][c, bh, pl.ds(t0, group), :]
     coef = r[coef_name][c, bh, pl.ds(t0, group), :]
-    rows = gather_rows(r["table"], (bh,), slots, cols, slots < dims.num_slots)
+    rows = gather_rows(r["table"], (bh,), slots, cols, slots < dims.num_slots,
+                       _eviction(config, role))
     r[out_name][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(
         coef[:, :, None] * rows, axis=1)
 
@@ -283,19 +334,19 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   here = (c, bh)
   table = r["table_out"]
   written = gather_rows(table, (bh,), row_slot, cols, valid)
-  r["snapshot_out"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)] = written.astype(table.dtype)
+  pltriton.store(r["snapshot_out"].at[c, bh, pl.ds(first, rows), pl.ds(cols0, block)],
+                 written.astype(table.dtype), eviction_policy=_eviction(config, "once"))
   delta_ref = r["delta"] if dims.shared else r["values"]
 
-  def update(entries, entry_valid, store_at):
-    del store_at
-    token = r["entry_token"][c, bh, entries]
-    delta = gather_rows(delta_ref, here, token, cols, entry_valid)
-    return r["entry_update_coef"][c, bh, entries][:, None] * delta
+  def update(entries: _Entries):
+    token = r["entry_token"][c, bh, entries.index]
+    delta = gather_rows(delta_ref, here, token, cols, entries.valid)
+    return entries.row_sum(r["entry_update_coef"][c, bh, entries.index][..., None] * delta)
 
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
   new_rows = _row_tile_sums(r, "", here, tile_index, config, update,
                             decay[:, None] * written)
-  _scatter(table, (bh,), row_slot, cols, new_rows, valid)
+  _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
 
 
 # --------------------------------------------------------------------------------- backward
@@ -311,7 +362,8 @@ def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
   t0 = pl.multiple_of(pl.program_id(1) * group, group)
   slots = r["write_slot"][c, bh, pl.ds(t0, group), :]
   coef = r["update_coef"][c, bh, pl.ds(t0, group), :]
-  d_new = gather_rows(r["d_table"], (bh,), slots, cols, slots < dims.num_slots)  # [G, W, BD]
+  d_new = gather_rows(r["d_table"], (bh,), slots, cols, slots < dims.num_slots,  # [G, W, BD]
+                      _eviction(config, "again"))  # the written-rows kernel reloads them
   delta_ref = r["delta"] if dims.shared else r["values"]
   delta = delta_ref[c, bh, pl.ds(t0, group), pl.ds(cols0, block)]
   r["kd"][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(coef[:, :, None] * d_new, axis=1)
@@ -344,25 +396,27 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   rows, block = config.row_tile, config.block_cols
   c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
   here, slab = (c, bh), pl.program_id(2)
-  written = r["snapshot"][c, bh, pl.ds(first, rows), pl.ds(cols0, block)]
-  _scatter(r["table_out"], (bh,), row_slot, cols, written, valid)  # undo the chunk's writes
+  written = pltriton.load(r["snapshot"].at[c, bh, pl.ds(first, rows), pl.ds(cols0, block)],
+                          eviction_policy=_eviction(config, "once"))
+  _scatter(r["table_out"], (bh,), row_slot, cols, written, valid,  # undo the chunk's writes
+           _eviction(config, "once"))
   written = written.astype(jnp.float32)
   d_table = r["d_table_out"]
   d_end = gather_rows(d_table, (bh,), row_slot, cols, valid)
   r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
   d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
   if dims.shared:
-    def start_estimate(entries, entry_valid, store_at):
-      token = r["entry_token"][c, bh, entries]
-      d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
+    def start_estimate(entries: _Entries):
+      token = r["entry_token"][c, bh, entries.index]
+      d_r0 = -gather_rows(r["d_values"], here, token, cols, entries.valid)
       # The entry's row as the chunk found it: its row's snapshot.
-      pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
-                     jnp.sum(written * d_r0, axis=1), mask=entry_valid)
-      return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
+      pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, entries.store_at],
+                     jnp.sum(entries.per_row(written) * d_r0, axis=-1), mask=entries.valid)
+      return entries.row_sum(r["entry_write_coef"][c, bh, entries.index][..., None] * d_r0)
 
     d_start = _row_tile_sums(r, "", here, tile_index, config, start_estimate,
                              d_start)
-  _scatter(d_table, (bh,), row_slot, cols, d_start, valid)
+  _scatter(d_table, (bh,), row_slot, cols, d_start, valid, _eviction(config, "last"))
 
 
 def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
@@ -375,14 +429,14 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   here, slab = (c, bh), pl.program_id(2)
 
   # Each entry's table row is its row's: loaded once for the tile.
-  tile_rows = gather_rows(r["table"], (bh,), row_slot, cols, valid)
+  tile_rows = gather_rows(r["table"], (bh,), row_slot, cols, valid, _eviction(config, "once"))
 
-  def read_cotangent(entries, entry_valid, store_at):
-    token = r["read_entry_token"][c, bh, entries]
-    d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
-    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
-                   jnp.sum(tile_rows * d_out, axis=1), mask=entry_valid)
-    return r["read_entry_coef"][c, bh, entries][:, None] * d_out
+  def read_cotangent(entries: _Entries):
+    token = r["read_entry_token"][c, bh, entries.index]
+    d_out = gather_rows(r["d_out"], here, token, cols, entries.valid)
+    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, entries.store_at],
+                   jnp.sum(entries.per_row(tile_rows) * d_out, axis=-1), mask=entries.valid)
+    return entries.row_sum(r["read_entry_coef"][c, bh, entries.index][..., None] * d_out)
 
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)

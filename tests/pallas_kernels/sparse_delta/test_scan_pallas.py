@@ -113,13 +113,17 @@ def test_kernel_with_a_bfloat16_table_matches_the_twin():
 
 
 @interpret_on_cpu
-def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk():
+@pytest.mark.parametrize("fields", [
+    {}, dict(depth_block=4), dict(depth_block=64, l2_hints="stream_keep"),
+    dict(l2_hints="stream")])
+def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(fields):
   """Head 1 of `random_inputs` writes the same W slots at every token: each slot's segment
-  holds C = 32 entries, deeper than the row tile, beside rows of one entry."""
+  holds C = 32 entries, deeper than the row tile, beside rows of one entry. Taken one entry
+  per loop step, 4 (8 steps for the deep rows), or 64 (one step, most lanes masked)."""
   memory, plan = _plan(5, error="shared", batch=1, seq_len=32, heads=2, num_slots=24,
                        value_dim=16, writes=4, reads=4, chunk_size=32)
   kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
-                             config=SMALL, interpret=True)
+                             config=SMALL._replace(**fields), interpret=True)
   xla = functools.partial(_xla_scan, error="shared")
   _compare(_outputs_and_grads(kernel, memory, plan, 6),
            _outputs_and_grads(xla, memory, plan, 6), 1e-5)
@@ -155,6 +159,8 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
     (dict(scan_unroll=0), "scan_unroll must be an int >= 1"),
     (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
+    (dict(depth_block=3), "depth_block must be a power of two"),
+    (dict(l2_hints="keep"), "l2_hints must be one of"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
@@ -170,17 +176,19 @@ def test_rejects_a_plan_of_the_other_error_form():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("error,table_dtype", [
-    ("shared", jnp.float32), ("shared", jnp.bfloat16), ("per_slot", jnp.float32)])
-def test_compiled_kernel_matches_xla_twin(error, table_dtype):
+@pytest.mark.parametrize("error,table_dtype,fields", [
+    ("shared", jnp.float32, dict(scan_unroll=1)),
+    ("shared", jnp.bfloat16, dict(scan_unroll=3)),
+    ("shared", jnp.bfloat16, dict(row_tile=16, depth_block=2, l2_hints="stream_keep")),
+    ("per_slot", jnp.float32, dict(scan_unroll=1, depth_block=4, l2_hints="stream"))])
+def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
   # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs; the
   # float32 table's scan not unrolled, the bf16 table's by 3 (two iterations and a
-  # remainder of 2 chunks).
+  # remainder of 2 chunks) or by the default.
   memory, plan = _plan(9, error=error, chunk_size=64, table_dtype=table_dtype,
                        shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
                        value_dim=128, writes=16, reads=16)
-  config = scan_pallas.default_config(128)._replace(
-      scan_unroll=3 if table_dtype == jnp.bfloat16 else 1)
+  config = scan_pallas.default_config(128)._replace(**fields)
   kernel = functools.partial(scan_pallas.scan_chunks, error=error, config=config)
   xla = functools.partial(_xla_scan, error=error)
   tol = 1e-5 if table_dtype == jnp.float32 else 3e-3
