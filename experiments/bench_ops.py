@@ -98,10 +98,10 @@ _TILINGS = flags.DEFINE_list(
     "tilings", ["default"],
     "sdm_tiling, gdn_tiling, topk: Pallas tilings to time, each 'default' or "
     "'field=value;...' over the kernels' KernelConfig (sdm: scan_pallas, fields block_cols, "
-    "row_tile, group_entries, num_warps, num_stages, depth_block, l2_hints, ...; gdn: chunk_pallas, fields block_v, "
-    "state_block_v, prepare_warps, output_warps, num_stages, ...; topk: topk_pallas, fields "
-    "block_rows, num_warps, half_select, group_size, pick; decode_attention: decode_pallas, "
-    "fields block_k, num_warps, num_stages, min_programs).")
+    "row_tile, group_entries, num_warps, num_stages, l2_hints, ...; gdn: chunk_pallas, "
+    "fields block_v, state_block_v, prepare_warps, output_warps, num_stages, ...; topk: "
+    "topk_pallas, fields block_rows, num_warps, half_select, group_size, pick; "
+    "decode_attention: decode_pallas, fields block_k, num_warps, num_stages, min_programs).")
 
 
 def _gdn_tiling_from_flags() -> dict[str, Any]:

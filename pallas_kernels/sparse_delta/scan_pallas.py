@@ -74,18 +74,15 @@ class KernelConfig(NamedTuple):
   # The dense kernels' C x C products: 3 = TF32x3 (about float32), 1 = one TF32 pass (what
   # XLA's default float32 matmuls give the twin; the GDN kernels' choice for 16-bit inputs).
   f32_dot_passes: int = 3
-  # Entries of each row's segment that the row-tile kernels (fwd scatter, bwd written, bwd
-  # read) take per step of their loop: every step waits on a chain of dependent loads
-  # (entry, token, row), so more entries per step shorten the chains a tile waits on, at
-  # the cost of registers (a [row_tile, depth_block, BD] block).
-  depth_block: int = 1
-  # L2 eviction hints on the table rows (`L2_HINTS`): "none"; "stream": `evict_first` on
-  # the rows no later kernel of the chunk touches again (the forward's read rows, the
-  # snapshots, the restored rows, the backward's read rows), so that the rows read again
-  # (written rows between gather and scatter, cotangent rows between the backward's gather
-  # and written-rows kernels) stay in L2; "stream_keep": also `evict_last` on those rows'
-  # first read and `evict_first` on their last touch.
-  l2_hints: str = "none"
+  # L2 eviction hints on the table rows (`L2_HINTS`). "stream": `evict_first` on the rows
+  # no later kernel of the chunk touches (the forward's read rows, the snapshots, the
+  # restored rows, the backward's read rows), so that the rows read again (the written
+  # rows between the forward's gather and scatter, their cotangent rows between the
+  # backward's gather and written-rows kernels) stay in L2; "stream_keep" also marks
+  # those rows `evict_last` on their first read and `evict_first` on their last touch.
+  # Phase 2 fwd+bwd at layer B's shapes on the H200: none 14.01-14.24 ms, stream
+  # 13.64-13.81, stream_keep 13.40-13.81 (WORKSPACE.md, session 23).
+  l2_hints: str = "stream_keep"
 
 
 # KernelConfig.l2_hints -> the eviction policy of each role of a row load or store: "once"
@@ -126,8 +123,7 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
-  check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps",
-                                     "depth_block"))
+  check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
   if config.l2_hints not in L2_HINTS:
     raise ValueError(f"KernelConfig.l2_hints must be one of {tuple(L2_HINTS)}, "
                      f"got {config.l2_hints!r}")
@@ -203,51 +199,33 @@ def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
                  mask=mask, eviction_policy=eviction_policy)
 
 
-class _Entries(NamedTuple):
-  """The entries that one step of `_row_tile_sums` takes: [TR] (depth_block 1) or
-  [TR, depth_block], the k-th ones of every row's segment."""
-  index: jax.Array     # clamped in bounds (for unmasked loads)
-  valid: jax.Array
-  store_at: jax.Array  # invalid lanes put out of bounds (for masked per-entry stores)
-
-  def per_row(self, x):
-    """A per-row [TR, BD] array, broadcastable against per-entry [..., BD] ones."""
-    return x if self.index.ndim == 1 else x[:, None]
-
-  def row_sum(self, x):
-    """Per-entry [..., BD] values summed into their rows: [TR, BD]."""
-    return x if self.index.ndim == 1 else jnp.sum(x, axis=1)
-
-
 def _row_tile_sums(r, prefix, lead, tile_index, config, contribution, initial):
   """Per row i of tile `tile_index` of chunk `lead` = (c, bh), `initial[i]` plus the sum
   over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in float32:
-  each step every row adds the next `config.depth_block` entries of its segment, for as
-  many steps as the tile's longest segment needs. (Summing onto `initial` keeps one
-  [row_tile, BD] array live across the loop instead of two.)
+  at step k every row adds its segment's k-th entry, for as many steps as the tile's
+  longest segment. (Summing onto `initial` keeps one [row_tile, BD] array live across the
+  loop instead of two.)
 
-  `contribution(entries: _Entries)` returns one [BD] row per row of the tile: the sum of
-  its entries' terms. `store_at` keeps masked per-entry stores from aliasing a valid lane
-  (in interpret mode a masked store writes back the old value, and out-of-bounds writes
-  drop). Returns [row_tile, BD].
+  `contribution(entries, valid, store_at)` returns one [BD] row per row of the tile, for
+  entries[i] in row i's segment. `entries` are clamped in bounds (for unmasked loads);
+  `store_at` puts invalid lanes out of bounds, so masked per-entry stores never alias a
+  valid lane (in interpret mode a masked store writes back the old value, and
+  out-of-bounds writes drop). Returns [row_tile, BD].
   """
-  rows, step = config.row_tile, config.depth_block
+  rows = config.row_tile
   first_row = tile_index * rows
   num_entries = r[prefix + "entry_token"].shape[-1]
   begin = r[prefix + "row_begin"][(*lead, pl.ds(first_row, rows))]
   end = r[prefix + "row_begin"][(*lead, pl.ds(first_row + 1, rows))]
-  longest = jnp.max(end - begin)
-  if step > 1:
-    begin, end = begin[:, None] + jnp.arange(step, dtype=jnp.int32)[None, :], end[:, None]
 
   def depth(k, acc):
-    entries = begin + k * step
+    entries = begin + k
     valid = entries < end
-    return acc + contribution(_Entries(index=jnp.where(valid, entries, num_entries - 1),
-                                       valid=valid,
-                                       store_at=jnp.where(valid, entries, num_entries)))
+    safe = jnp.where(valid, entries, num_entries - 1)
+    store_at = jnp.where(valid, entries, num_entries)
+    return acc + contribution(safe, valid, store_at)
 
-  return lax.fori_loop(0, longest if step == 1 else pl.cdiv(longest, step), depth, initial)
+  return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
 
 
 def _program(r, block):
@@ -338,10 +316,11 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                  written.astype(table.dtype), eviction_policy=_eviction(config, "once"))
   delta_ref = r["delta"] if dims.shared else r["values"]
 
-  def update(entries: _Entries):
-    token = r["entry_token"][c, bh, entries.index]
-    delta = gather_rows(delta_ref, here, token, cols, entries.valid)
-    return entries.row_sum(r["entry_update_coef"][c, bh, entries.index][..., None] * delta)
+  def update(entries, entry_valid, store_at):
+    del store_at
+    token = r["entry_token"][c, bh, entries]
+    delta = gather_rows(delta_ref, here, token, cols, entry_valid)
+    return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
   new_rows = _row_tile_sums(r, "", here, tile_index, config, update,
@@ -406,13 +385,13 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
   d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
   if dims.shared:
-    def start_estimate(entries: _Entries):
-      token = r["entry_token"][c, bh, entries.index]
-      d_r0 = -gather_rows(r["d_values"], here, token, cols, entries.valid)
+    def start_estimate(entries, entry_valid, store_at):
+      token = r["entry_token"][c, bh, entries]
+      d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: its row's snapshot.
-      pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, entries.store_at],
-                     jnp.sum(entries.per_row(written) * d_r0, axis=-1), mask=entries.valid)
-      return entries.row_sum(r["entry_write_coef"][c, bh, entries.index][..., None] * d_r0)
+      pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
+                     jnp.sum(written * d_r0, axis=1), mask=entry_valid)
+      return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
     d_start = _row_tile_sums(r, "", here, tile_index, config, start_estimate,
                              d_start)
@@ -431,12 +410,12 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   # Each entry's table row is its row's: loaded once for the tile.
   tile_rows = gather_rows(r["table"], (bh,), row_slot, cols, valid, _eviction(config, "once"))
 
-  def read_cotangent(entries: _Entries):
-    token = r["read_entry_token"][c, bh, entries.index]
-    d_out = gather_rows(r["d_out"], here, token, cols, entries.valid)
-    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, entries.store_at],
-                   jnp.sum(entries.per_row(tile_rows) * d_out, axis=-1), mask=entries.valid)
-    return entries.row_sum(r["read_entry_coef"][c, bh, entries.index][..., None] * d_out)
+  def read_cotangent(entries, entry_valid, store_at):
+    token = r["read_entry_token"][c, bh, entries]
+    d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
+    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
+                   jnp.sum(tile_rows * d_out, axis=1), mask=entry_valid)
+    return r["read_entry_coef"][c, bh, entries][:, None] * d_out
 
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)

@@ -113,17 +113,15 @@ def test_kernel_with_a_bfloat16_table_matches_the_twin():
 
 
 @interpret_on_cpu
-@pytest.mark.parametrize("fields", [
-    {}, dict(depth_block=4), dict(depth_block=64, l2_hints="stream_keep"),
-    dict(l2_hints="stream")])
-def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(fields):
+@pytest.mark.parametrize("l2_hints", list(scan_pallas.L2_HINTS))
+def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(l2_hints):
   """Head 1 of `random_inputs` writes the same W slots at every token: each slot's segment
-  holds C = 32 entries, deeper than the row tile, beside rows of one entry. Taken one entry
-  per loop step, 4 (8 steps for the deep rows), or 64 (one step, most lanes masked)."""
+  holds C = 32 entries, deeper than the row tile, beside rows of one entry. (The L2 hints
+  change where rows sit in the cache, never what is loaded.)"""
   memory, plan = _plan(5, error="shared", batch=1, seq_len=32, heads=2, num_slots=24,
                        value_dim=16, writes=4, reads=4, chunk_size=32)
   kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
-                             config=SMALL._replace(**fields), interpret=True)
+                             config=SMALL._replace(l2_hints=l2_hints), interpret=True)
   xla = functools.partial(_xla_scan, error="shared")
   _compare(_outputs_and_grads(kernel, memory, plan, 6),
            _outputs_and_grads(xla, memory, plan, 6), 1e-5)
@@ -159,7 +157,6 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(block_cols=32), "block_cols must divide Dv = 16"),
     (dict(scan_unroll=0), "scan_unroll must be an int >= 1"),
     (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
-    (dict(depth_block=3), "depth_block must be a power of two"),
     (dict(l2_hints="keep"), "l2_hints must be one of"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
@@ -179,8 +176,8 @@ def test_rejects_a_plan_of_the_other_error_form():
 @pytest.mark.parametrize("error,table_dtype,fields", [
     ("shared", jnp.float32, dict(scan_unroll=1)),
     ("shared", jnp.bfloat16, dict(scan_unroll=3)),
-    ("shared", jnp.bfloat16, dict(row_tile=16, depth_block=2, l2_hints="stream_keep")),
-    ("per_slot", jnp.float32, dict(scan_unroll=1, depth_block=4, l2_hints="stream"))])
+    ("shared", jnp.bfloat16, dict(l2_hints="none")),
+    ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream"))])
 def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
   # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs; the
   # float32 table's scan not unrolled, the bf16 table's by 3 (two iterations and a
