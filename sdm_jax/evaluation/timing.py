@@ -36,7 +36,14 @@ def time_call(fn: Callable[[], Any], *, warmup: int = 2, repeats: int = 10,
     sync(fn())
     samples.append((time.perf_counter() - start) * 1e3)
   start = time.perf_counter()
+  result = None
   for _ in range(repeats):
+    # Drop the previous result before the next call allocates its own, so that one call's
+    # outputs are live at a time, as in the waited-for calls: with two, a benchmark's peak
+    # memory counted a second set of outputs (2.3 GB more at SDM layer A, whose gradients
+    # w.r.t. 554M parameters are 2.2 GB; WORKSPACE.md, session 23). Device buffers are
+    # freed in stream order, so this does not wait.
+    result = None
     result = fn()
   sync(result)
   back_to_back = (time.perf_counter() - start) * 1e3 / repeats

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from types import SimpleNamespace as NS
+import weakref
 
 import jax.numpy as jnp
 import pytest
@@ -61,3 +62,23 @@ def test_time_call_waits_with_the_given_sync_and_times_calls_back_to_back():
   assert set(measured) == {"median_ms", "min_ms", "max_ms", "back_to_back_ms"}
   assert 2.0 <= measured["min_ms"] <= measured["median_ms"] <= measured["max_ms"]
   assert 2.0 <= measured["back_to_back_ms"] < 3 * measured["max_ms"]
+
+
+def test_time_call_holds_one_result_at_a_time():
+  """A call's result is dropped before the next call, back to back too, so a benchmark's
+  peak memory counts one call's outputs."""
+  live = weakref.WeakSet()
+  most_live_at_a_call = []
+
+  class Output:
+    pass
+
+  def fn():
+    most_live_at_a_call.append(len(live))
+    out = Output()
+    live.add(out)
+    return out
+
+  timing.time_call(fn, warmup=2, repeats=4, sync=lambda _: None)
+  assert len(most_live_at_a_call) == 2 + 4 + 4
+  assert max(most_live_at_a_call) == 0
