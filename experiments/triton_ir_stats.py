@@ -7,8 +7,8 @@ triton==3.6.0` in its own environment) and reads every `*.ttir` in DIR, such as
 `experiments/triton_ir.py` writes. Per kernel: registers per thread and spill bytes (the
 bundled `ptxas -v`), shared memory, SASS instruction count (`nvdisasm`), how many
 programs fit on one H100/H200 multiprocessor at once (65,536 registers, 228 KB of shared
-memory, 64 warps): for latency-bound gathers that residency is what hides the loads; and
-the instructions of each loop body (a backward branch's span), so that instructions
+memory, 64 warps, 32 programs): for latency-bound gathers that residency is what hides the
+loads; and the instructions of each loop body (a backward branch's span), so that instructions
 issued per program = the count outside the loops + each body times its trips (the trips
 are the kernel's own: rounds, chunks, blocks). A static estimate, not a timing. Each
 kernel compiles with the warps and pipeline stages its pallas_call asked for, from
@@ -28,6 +28,7 @@ import tempfile
 REGISTERS_PER_SM = 65536
 SHARED_BYTES_PER_SM = 228 * 1024
 WARPS_PER_SM = 64
+BLOCKS_PER_SM = 32  # resident thread blocks (programs) per multiprocessor, compute capability 9.0
 
 
 def _strip_locations(text: str) -> str:
@@ -43,7 +44,7 @@ def programs_per_sm(registers: int, shared: int, num_warps: int) -> int:
   per_warp = -(-registers * 32 // 256) * 256
   by_registers = REGISTERS_PER_SM // (per_warp * num_warps)
   by_shared = SHARED_BYTES_PER_SM // shared if shared else by_registers
-  return min(by_registers, by_shared, WARPS_PER_SM // num_warps)
+  return min(by_registers, by_shared, WARPS_PER_SM // num_warps, BLOCKS_PER_SM)
 
 
 def loop_bodies(sass: str) -> list[int]:

@@ -61,6 +61,7 @@ def test_residency_follows_registers_shared_memory_and_warps():
   assert triton_ir_stats.programs_per_sm(96, 4096, 4) == 5
   assert triton_ir_stats.programs_per_sm(32, 0, 4) == 16  # then the 64-warp limit
   assert triton_ir_stats.programs_per_sm(32, 100 * 1024, 1) == 2  # shared memory
+  assert triton_ir_stats.programs_per_sm(32, 0, 1) == 32  # 32 blocks per SM, not 64 warps
 
 
 def test_loop_bodies_span_each_backward_branch():
