@@ -36,7 +36,6 @@ def time_call(fn: Callable[[], Any], *, warmup: int = 2, repeats: int = 10,
     sync(fn())
     samples.append((time.perf_counter() - start) * 1e3)
   start = time.perf_counter()
-  result = None
   for _ in range(repeats):
     # Drop the previous result before the next call allocates its own, so that one call's
     # outputs are live at a time, as in the waited-for calls: with two, a benchmark's peak

@@ -180,8 +180,9 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream"))])
 def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
   # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs; the
-  # float32 table's scan not unrolled, the bf16 table's by 3 (two iterations and a
-  # remainder of 2 chunks) or by the default.
+  # float32 tables' scans not unrolled, the bf16 table's by 3 (two iterations and a
+  # remainder of 2 chunks) or by the default; the L2 hints at the default "stream_keep"
+  # but for one case each of "none" and "stream".
   memory, plan = _plan(9, error=error, chunk_size=64, table_dtype=table_dtype,
                        shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
                        value_dim=128, writes=16, reads=16)
