@@ -18,8 +18,12 @@ the same bytes and nothing needs atomics. (Summing blocks of entries into their 
 one-hot matmuls, the first way, made phase 2 1.2-1.3x slower on the H200: WORKSPACE.md.)
 The backward walks the chunks in reverse with four kernels: gather (per token, the
 end-of-chunk cotangent of its written rows), dense (d_delta = QK^T d_out + ..., d_y = S^T
-d_delta), written rows (restore the snapshot, the start-of-chunk cotangent of each written
-slot) and read rows (d_table[s] += sum rc d_out).
+d_delta), written rows (the start-of-chunk cotangent of each written slot) and read rows
+(d_table[s] += sum rc d_out). It never writes the table: where the XLA twin undoes each
+chunk's writes to recover the rows the chunk read, the read-rows kernel loads each such row
+from the snapshot of the next chunk that wrote its slot (a per-slot index, `next_write`,
+that the written-rows kernel keeps), or from the final table if none did. That saves the
+restores' stores and a copy of the table (3% of phase 2 on the H200).
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
@@ -80,7 +84,7 @@ class KernelConfig(NamedTuple):
   f32_dot_passes: int = 3
   # L2 eviction hints on the table rows (`L2_HINTS`). "stream": `evict_first` on the rows
   # no later kernel of the chunk touches (the forward's read rows, the snapshots, the
-  # restored rows, the backward's read rows), so that the rows read again (the written
+  # backward's read rows), so that the rows read again (the written
   # rows between the forward's gather and scatter, their cotangent rows between the
   # backward's gather and written-rows kernels) stay in L2; "stream_keep" also marks
   # those rows `evict_last` on their first read and `evict_first` on their last touch.
@@ -371,9 +375,10 @@ def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
 
 def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                         interpret: bool):
-  """grid (B*H, row tiles, slabs): restores the tile's written rows from the snapshot and
-  maps their cotangent to the chunk's start: d_start[s] = E[s] d_end[s]
-  (+ sum_{u writes s} wc[u,s] d_r0[u], shared form)."""
+  """grid (B*H, row tiles, slabs): maps the cotangent of the tile's written rows to the
+  chunk's start: d_start[s] = E[s] d_end[s] (+ sum_{u writes s} wc[u,s] d_r0[u], shared
+  form), and records in `next_write` that this chunk's snapshot holds their rows as this
+  and every earlier chunk back to their previous writer found them."""
   r = dict(zip(names, refs))
   del interpret
   rows, block = config.row_tile, config.block_cols
@@ -381,8 +386,10 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   here, slab = (c, bh), pl.program_id(2)
   written = pltriton.load(r["snapshot"].at[c, bh, pl.ds(first, rows), pl.ds(cols0, block)],
                           eviction_policy=_eviction(config, "once"))
-  _scatter(r["table_out"], (bh,), row_slot, cols, written, valid,  # undo the chunk's writes
-           _eviction(config, "once"))
+  snapshot_row = ((c * dims.batch_heads + bh) * dims.write_rows + first
+                  + jnp.arange(rows, dtype=jnp.int32))  # its row of the stacked snapshots
+  pltriton.store(r["next_write_out"].at[bh, row_slot], snapshot_row,
+                 mask=valid & (slab == 0))  # one slab records it
   written = written.astype(jnp.float32)
   d_table = r["d_table_out"]
   d_end = gather_rows(d_table, (bh,), row_slot, cols, valid)
@@ -405,14 +412,21 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
 def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                      interpret: bool):
   """grid (B*H, read row tiles, slabs): d_table[s] += sum_{t reads s} rc[t,s] d_out[t] and
-  the read coefficients' gradient M[s] . d_out[t] (M restored to the chunk's start)."""
+  the read coefficients' gradient M[s] . d_out[t], with M[s] as the chunk found it: the
+  snapshot of the next chunk (this one or a later one) that wrote s, or the final table if
+  none did (`next_write`)."""
   r = dict(zip(names, refs))
   del interpret
   c, bh, _, cols, tile_index, _, row_slot, valid = _row_tile(r, "read_row_slot", dims, config)
   here, slab = (c, bh), pl.program_id(2)
 
   # Each entry's table row is its row's: loaded once for the tile.
-  tile_rows = gather_rows(r["table"], (bh,), row_slot, cols, valid, _eviction(config, "once"))
+  once = _eviction(config, "once")
+  kept_at = pltriton.load(r["next_write"].at[bh, row_slot], mask=valid, other=-1)
+  kept = valid & (kept_at >= 0)  # else no later chunk wrote s: the final table holds it
+  tile_rows = (gather_rows(r["snapshot_rows"], (), jnp.where(kept, kept_at, 0), cols, kept,
+                           once)
+               + gather_rows(r["final_table"], (bh,), row_slot, cols, valid & ~kept, once))
 
   def read_cotangent(entries, entry_valid, store_at):
     token = r["read_entry_token"][c, bh, entries]
@@ -582,9 +596,11 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
 
 
 def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
-  """Chunk c in reverse: (table and d_table at its end, gradients stacked over chunks) ->
-  (both at its start, gradients updated)."""
-  table, d_table, grads = carry
+  """Chunk c in reverse: (next_write and d_table at its end, gradients stacked over chunks)
+  -> (both at its start, gradients updated). next_write [B*H, N] is the row of the stacked
+  snapshots that holds each slot's row as the chunk found it, -1 where the final table
+  holds it (no later chunk wrote the slot)."""
+  next_write, d_table, grads = carry
   kw = dict(dims=dims, config=config, interpret=interpret)
   bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
   tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
@@ -606,25 +622,26 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
                               _pick(grads, *stacked), aliases=stacked, **kw))
 
   written_stacked = ("d_row_decay", "d_entry_write_coef") if dims.shared else ("d_row_decay",)
-  written_in = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked),
+  written_in = dict(next_write=next_write, d_table=d_table, **_pick(grads, *written_stacked),
                     **_pick(xs, "snapshot", "row_slot", "row_decay"))
   if dims.shared:
     written_in.update(d_values=grads["d_values"], **_pick(
         xs, "entry_token", "row_begin", "entry_write_coef"))
-  written_out = dict(table=table, d_table=d_table, **_pick(grads, *written_stacked))
+  written_out = dict(next_write=next_write, d_table=d_table,
+                     **_pick(grads, *written_stacked))
   written = _call(_bwd_written_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
                   written_in, written_out, aliases=tuple(written_out), **kw)
   grads = dict(grads, **_pick(written, *written_stacked))
 
-  read_in = dict(table=written["table"], d_table=written["d_table"],
-                 d_entry_read_coef=grads["d_entry_read_coef"], **_pick(
-                     xs, "d_out", "read_entry_token", "read_row_begin",
-                     "read_entry_coef", "read_row_slot"))
+  read_in = dict(next_write=written["next_write"], d_table=written["d_table"],
+                 d_entry_read_coef=grads["d_entry_read_coef"],
+                 **_pick(xs, "final_table", "snapshot_rows", "d_out", "read_entry_token",
+                         "read_row_begin", "read_entry_coef", "read_row_slot"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
   read = _call(_bwd_read_kernel, (bh, dims.read_rows // config.row_tile, slabs), c, read_in,
                read_out, aliases=tuple(read_out), **kw)
   grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
-  return (written["table"], read["d_table"], grads), None
+  return (written["next_write"], read["d_table"], grads), None
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
@@ -670,8 +687,13 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   read_xs, reads = _read_inputs(coefs, ids, dims, config)
   d_out_chunks = _chunk_major(d_out.astype(jnp.float32))
   xs = dict(xs, **read_xs, **saved, d_out=d_out_chunks)
-  table = final.reshape(bh, num_slots, value_dim)
-  d_table = d_final.astype(table.dtype).reshape(table.shape)
+  # The backward never writes the table: each chunk's rows as it found them are read from
+  # the snapshots (of the next chunk that wrote them) or the final table, so neither the
+  # table nor a copy of it is restored chunk by chunk.
+  xs.update(final_table=final.reshape(bh, num_slots, value_dim),
+            snapshot_rows=saved["snapshot"].reshape(-1, value_dim))
+  d_table = d_final.astype(final.dtype).reshape(bh, num_slots, value_dim)
+  next_write = jnp.full((bh, num_slots), -1, jnp.int32)  # no later chunk yet
   zeros = lambda *shape: jnp.zeros((num_chunks, bh, *shape), jnp.float32)  # noqa: E731
   grads = dict(d_update_coef=zeros(slabs, chunk, dims.writes),
                d_delta=zeros(chunk, value_dim),
@@ -682,7 +704,7 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
                  d_entry_write_coef=zeros(slabs, chunk * dims.writes))
   step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
                            interpret=interpret)
-  (_, d_table, grads), _ = lax.scan(step, (table, d_table, grads), jnp.arange(num_chunks),
+  (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads), jnp.arange(num_chunks),
                                     reverse=True, unroll=config.scan_unroll)
 
   slab_sum = lambda name: jnp.sum(grads[name], axis=2)  # [n, BH, slabs, ...]  # noqa: E731

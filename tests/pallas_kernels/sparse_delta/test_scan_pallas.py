@@ -129,7 +129,9 @@ def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(l2_hint
 
 @interpret_on_cpu
 def test_an_unrolled_scan_over_three_chunks_matches_the_twin():
-  """scan_unroll=2 over 3 chunks: an unrolled pair and a remainder, forward and backward."""
+  """scan_unroll=2 over 3 chunks: an unrolled pair and a remainder, forward and backward.
+  48 writes per chunk into 40 slots: the backward's read rows come from the same chunk's
+  snapshot, a later chunk's or the final table."""
   memory, plan = _plan(9, error="shared", batch=1, seq_len=48, heads=2, num_slots=40,
                        value_dim=16, writes=3, reads=3)
   kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
