@@ -46,12 +46,12 @@ PHASE2 = {"chunked": scan_xla.scan_chunks, "pallas_gpu": scan_pallas.scan_chunks
 KERNEL_LIMITS = {"pallas_gpu": scan_pallas.kernel_limits,
                  "pallas_tpu": scan_pallas_tpu.kernel_limits}
 MAX_KERNEL_CHUNK = min(scan_pallas.MAX_CHUNK, scan_pallas_tpu.MAX_CHUNK)
-# How each impl differentiates phase 1's pair weights: the GPU kernel's impl with the
-# backward kernel (`pair_weights`, "pallas"; interpret mode off the GPU), the others with
-# XLA's autodiff ("xla"). On the H200 the kernel lowered the layer's fwd+bwd peak from
-# 4.95 to 4.34 GB (sdm_small's layer) and 13.56 to 13.19 GB (d = 2048, N = 262,144) at
-# 26.0 vs 26.2 and 46.4 vs 47.5 ms (WORKSPACE.md, issue 11).
-PAIR_BACKWARD = {"chunked": "xla", "pallas_gpu": "pallas", "pallas_tpu": "xla"}
+# How each impl computes phase 1's pair weights: the GPU kernel's impl with the forward
+# and backward kernels (`pair_weights`, "pallas"; interpret mode off the GPU), the others
+# in XLA with its autodiff ("xla"). On the H200 the backward kernel lowered the layer's
+# fwd+bwd peak from 4.95 to 4.34 GB (sdm_small's layer) and 13.56 to 13.19 GB (d = 2048,
+# N = 262,144) at 26.0 vs 26.2 and 46.4 vs 47.5 ms (WORKSPACE.md, issue 11).
+PAIR_IMPL = {"chunked": "xla", "pallas_gpu": "pallas", "pallas_tpu": "xla"}
 
 # The C x C products feed the recurrence: keep them in full float32 (no TF32 on GPU).
 _PRECISION = lax.Precision.HIGHEST
@@ -142,14 +142,14 @@ def _coefficients(write_pos, write_w, write_log, v, beta, read_w, read_log, cum_
 
 def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: int,
                 chunk_size: int, error: str, shorten: bool = True,
-                pair_backward: str = "xla") -> ChunkPlan:
+                pair_impl: str = "xla") -> ChunkPlan:
   """Phase 1 for every chunk at once, batched over B, H and chunks.
 
   Takes canonical token arrays [B, T, H, ...] (see `checks.canonicalize_inputs`); returns
   a plan with leading axes [B, H, n_chunks] and chunks of C = min(chunk_size, T) tokens
   (C = chunk_size if not `shorten`). T is padded to a multiple of C with tokens that change
-  nothing (zero weights, beta and g). pair_backward: how the pair weights (QK, A) are
-  differentiated, "xla" or "pallas" (`pallas_kernels.sparse_delta.pair_weights`).
+  nothing (zero weights, beta and g). pair_impl: how the pair weights (QK, A) are
+  computed and differentiated, "xla" or "pallas" (`pallas_kernels.sparse_delta.pair_weights`).
   """
   batch, seq_len, heads, num_writes = write_idx.shape
   chunk = min(chunk_size, seq_len) if shorten else chunk_size
@@ -176,7 +176,7 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   write_log = jax.vmap(_log_at)(cum_log_decay, ids.write_pos)
   read_log = jax.vmap(_log_at)(cum_log_decay, read_pos)
   pair = functools.partial(pair_weights.pair_weights, key_table=key_table,
-                           cum_log_decay=cum_log_decay, backward=pair_backward)
+                           cum_log_decay=cum_log_decay, impl=pair_impl)
   qk = pair(read_pos, read_w, read_log, order=ids.read_order, strict=False)
   attn = None
   if error == "shared":
@@ -194,7 +194,7 @@ def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl
   batch, seq_len, heads, _ = inputs.write_idx.shape
   num_slots = inputs.memory.shape[-2]
   plan = plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=chunk_size, error=error,
-                     shorten=impl == "chunked", pair_backward=PAIR_BACKWARD[impl])
+                     shorten=impl == "chunked", pair_impl=PAIR_IMPL[impl])
   memory = inputs.memory
   if impl == "chunked":
     # The kernels take a shared table unbroadcast: its gradient sums over B in float32.

@@ -1,4 +1,4 @@
-"""The pair-weight backward kernel (interpret mode on CPU) against XLA's autodiff."""
+"""The pair-weight kernels (interpret mode on CPU) against the XLA forward and its autodiff."""
 
 import jax
 import jax.numpy as jnp
@@ -29,11 +29,11 @@ def _inputs(seed, *, chunks=3, chunk=16, width=8, unwritten=0.3):
           f32(cum_log_decay), jnp.asarray(order, jnp.int32))
 
 
-def _grads(backward, args, strict, d_pairs, config=None):
+def _grads(impl, args, strict, d_pairs, config=None):
   pos, *floats, order = args
 
   def loss(*floats):
-    pairs = pair_weights.pair_weights(pos, *floats, order, strict=strict, backward=backward,
+    pairs = pair_weights.pair_weights(pos, *floats, order, strict=strict, impl=impl,
                                       config=config)
     return jnp.sum(pairs * d_pairs)
 
@@ -59,26 +59,38 @@ def test_kernel_backward_matches_xla(strict, config):
                       _grads("xla", args, strict, d_pairs), tol=2e-5)
 
 
-def test_forward_is_the_same_either_way():
-  args = _inputs(7)
-  pos, *floats, order = args
-  a = pair_weights.pair_weights(pos, *floats, order, strict=False, backward="xla")
-  b = pair_weights.pair_weights(pos, *floats, order, strict=False, backward="pallas")
-  np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-  assert float(jnp.max(jnp.abs(a))) > 0
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("width,forward_block", [(8, 4096), (5, 64)])
+def test_kernel_forward_matches_xla(strict, width, forward_block):
+  """Widths that are not a power of two are padded; a small block takes one token and a
+  few entries per step, so several steps and token blocks run."""
+  pos, *floats, order = _inputs(7, width=width)
+  config = pair_weights.KernelConfig(forward_block=forward_block)
+  want = pair_weights.pair_weights(pos, *floats, order, strict=strict, impl="xla")
+  got = pair_weights.pair_weights(pos, *floats, order, strict=strict, impl="pallas",
+                                  config=config)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5,
+                             atol=1e-6 * float(jnp.max(jnp.abs(want))))
+  assert float(jnp.max(jnp.abs(want))) > 0
 
 
-def test_unknown_backward_raises():
+def test_unknown_impl_raises():
   pos, *floats, order = _inputs(1)
-  with pytest.raises(ValueError, match="backward must be one of"):
-    pair_weights.pair_weights(pos, *floats, order, strict=False, backward="triton")
+  with pytest.raises(ValueError, match="impl must be one of"):
+    pair_weights.pair_weights(pos, *floats, order, strict=False, impl="triton")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("strict", [False, True])
 def test_compiled_kernel_matches_xla(strict):
-  """sdm_small's chunk shape: C = 32, X = 64 entries per token, U + 1 = 2,049 rows."""
+  """sdm_small's chunk shape: C = 32, X = 64 entries per token, U + 1 = 2,049 rows;
+  forward and backward kernels."""
   args = _inputs(11, chunks=8, chunk=32, width=64, unwritten=0.0 if strict else 0.3)
+  pos, *floats, order = args
+  pairs = {impl: jax.jit(lambda *f, impl=impl: pair_weights.pair_weights(
+      pos, *f, order, strict=strict, impl=impl))(*floats) for impl in pair_weights.IMPLS}
+  np.testing.assert_allclose(np.asarray(pairs["pallas"]), np.asarray(pairs["xla"]),
+                             rtol=1e-5, atol=1e-6 * float(jnp.max(jnp.abs(pairs["xla"]))))
   d_pairs = jax.random.normal(jax.random.PRNGKey(3), (8, 32, 32))
   _assert_grads_match(jax.jit(lambda: _grads("pallas", args, strict, d_pairs))(),
                       jax.jit(lambda: _grads("xla", args, strict, d_pairs))(), tol=1e-4)

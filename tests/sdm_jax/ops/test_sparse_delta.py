@@ -436,8 +436,9 @@ def test_a_bfloat16_table_gives_gradients_within_a_few_bf16_roundings():
 
 @pytest.mark.parametrize("error", ["shared", "per_slot"])
 def test_plan_gradients_are_the_same_with_the_pair_weight_kernel(error):
-  """Phase 1 differentiated with the pair-weight backward kernel (interpret mode) equals
-  XLA's autodiff, on real plans: repeated slots, reads of unwritten slots, a padded chunk."""
+  """Phase 1 with the pair-weight kernels (interpret mode) differentiates as XLA's
+  autodiff of the XLA forward, on real plans: repeated slots, reads of unwritten slots, a
+  padded chunk, 4 writes and 5 reads per token (entries padded to powers of two)."""
   args = random_inputs(23, seq_len=21, num_slots=40, writes=4, reads=5)
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
   num_slots = inputs.memory.shape[-2]
@@ -446,11 +447,11 @@ def test_plan_gradients_are_the_same_with_the_pair_weight_kernel(error):
       lambda x: jax.random.normal(jax.random.PRNGKey(x.size), x.shape),
       chunk.plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=16, error=error).coefs)
 
-  def grads(pair_backward):
+  def grads(pair_impl):
     def loss(write_w, v, beta, g, read_w):
       coefs = chunk.plan_chunks(inputs.write_idx, write_w, v, beta, g, inputs.read_idx,
                                 read_w, num_slots=num_slots, chunk_size=16, error=error,
-                                pair_backward=pair_backward).coefs
+                                pair_impl=pair_impl).coefs
       return sum(jnp.sum(c * w) for c, w in zip(jax.tree.leaves(coefs),
                                                  jax.tree.leaves(weights)))
     return jax.jit(jax.grad(loss, argnums=tuple(range(5))))(*floats)
