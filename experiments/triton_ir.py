@@ -7,7 +7,7 @@
 
 Traces the forward and backward of one op by its kernels (`--op`: "sdm", SDM's phase 2 in
 the shared error form with a bf16 table; "sdm_layer", the whole SDM layer as it runs on a
-GPU (projections, the top-k kernel, phase 1 with its pair-weight kernel, phase 2), bf16;
+GPU (projections, the top-k kernel, phase 1 with its pair-weight kernels, phase 2), bf16;
 "gdn", the chunked gated delta rule with its backward kernels, bf16; "topk", the
 product-key top-k, float32 scores) at the given shapes and tiling (`--tiling` over that
 family's KernelConfig; not for sdm_layer), lowers the program for the "cuda" platform

@@ -34,15 +34,17 @@ def test_every_phase2_kernel_lowers_to_one_module():
 
 
 def test_the_layer_lowers_as_on_a_gpu():
-  """Under the GPU's choices the layer runs phase 1's pair-weight kernel (twice in the
-  backward: QK and A) besides phase 2's seven; at 32 rows the top-k stays in XLA."""
+  """Under the GPU's choices the layer runs phase 1's pair-weight kernels (forward and
+  backward, each twice: QK and A) around phase 2's seven; at 32 rows the top-k stays in
+  XLA."""
   kernels = triton_ir.sdm_layer_kernel_ir(batch=1, seq_len=32, model_dim=32, slots=256,
                                           writes=4, reads=4, chunk_size=16)
   names = [kernel.name for kernel in kernels]
-  assert names[:7] == ["fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel",
-                       "bwd_gather_kernel", "bwd_dense_kernel", "bwd_written_kernel",
-                       "bwd_read_kernel"]
-  assert names[7:] == ["pair_weights_bwd_kernel"] * 2
+  assert names[:2] == ["pair_weights_fwd_kernel"] * 2
+  assert names[2:9] == ["fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel",
+                        "bwd_gather_kernel", "bwd_dense_kernel", "bwd_written_kernel",
+                        "bwd_read_kernel"]
+  assert names[9:] == ["pair_weights_bwd_kernel"] * 2
 
 
 def test_the_gdn_and_topk_kernels_lower_too():

@@ -77,7 +77,7 @@ def test_write_layout_rows_are_the_unique_positions():
 @pytest.mark.parametrize("row_tile", [1, 4])
 def test_tile_starts_count_the_entries_before_each_tile(row_tile):
   """Against a binary search over random nondecreasing rows in [-1, rows] (-1: entries
-  before every tile, as the pair-weight kernel's running max leaves them; rows: padding),
+  before every tile, as the pair-weight backward kernel's running max leaves them; rows: padding),
   empty tiles and rows included."""
   rows = 32
   rng = np.random.default_rng(row_tile)
