@@ -7,8 +7,9 @@ over the chunk's unique written slots and entries (t, x) of slot row p = pos[t, 
 
 (QK with the reads, u <= t; A with the writes, u < t.) The XLA forward gathers, exps and
 sums over x; on the H200 XLA materialises its [C, X, C] gathers (two float32 tensors of
-T * X * C per pair weight, in transposed layouts) before the sum, 0.92 ms of `sdm_small`'s
-layer fwd+bwd. The forward kernel gathers each program's table rows and sums them on chip.
+T * X * C per pair weight, in transposed layouts) before the sum. The forward kernel
+gathers each program's table rows and sums them on chip: `sdm_small`'s layer fwd+bwd
+took 18.12 ms with it against 18.54 (WORKSPACE.md, issue 11, session 24).
 The backward sums, for each table row, the cotangents of every entry that hit it:
 
   dK[p, u] = sum_{(t, x): pos = p} w dP[t, u] E,    dL[p, u] = -sum w dP[t, u] E K[p, u]

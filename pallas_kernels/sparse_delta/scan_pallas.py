@@ -84,10 +84,10 @@ class KernelConfig(NamedTuple):
   f32_dot_passes: int = 3
   # L2 eviction hints on the table rows (`L2_HINTS`). "stream": `evict_first` on the rows
   # no later kernel of the chunk touches (the forward's read rows, the snapshots, the
-  # backward's read rows), so that the rows read again (the written
-  # rows between the forward's gather and scatter, their cotangent rows between the
-  # backward's gather and written-rows kernels) stay in L2; "stream_keep" also marks
-  # those rows `evict_last` on their first read and `evict_first` on their last touch.
+  # backward's read rows), so that the rows read again (the written rows between the
+  # forward's gather and scatter, their cotangent rows between the backward's gather and
+  # written-rows kernels) stay in L2; "stream_keep" also marks those rows `evict_last` on
+  # their first read and `evict_first` on their last touch.
   # Phase 2 fwd+bwd at layer B's shapes on the H200: none 14.01-14.24 ms, stream
   # 13.64-13.81, stream_keep 13.40-13.81 (WORKSPACE.md, session 23).
   l2_hints: str = "stream_keep"
@@ -704,8 +704,9 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
                  d_entry_write_coef=zeros(slabs, chunk * dims.writes))
   step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
                            interpret=interpret)
-  (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads), jnp.arange(num_chunks),
-                                    reverse=True, unroll=config.scan_unroll)
+  (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads),
+                                    jnp.arange(num_chunks), reverse=True,
+                                    unroll=config.scan_unroll)
 
   slab_sum = lambda name: jnp.sum(grads[name], axis=2)  # [n, BH, slabs, ...]  # noqa: E731
   contract = lambda a, b: jnp.einsum("nxtd,nxud->nxtu", a, b,  # noqa: E731
