@@ -23,8 +23,8 @@ k (RMS norm, rotary) in each program, writes k, v and the position into the cach
 ring-buffer slot in place (the cache is aliased to the outputs) and attends over the
 updated cache, so XLA runs no norm, rotary or cache-update ops around it (8 small launches
 fewer per step; on the H200 the batch-1 step 10-24% faster; WORKSPACE.md, issue 15,
-session 19). Its reference is the layer's own
-path: norm, rotary, the cache write, then `single_query_attention`.
+session 19). Its reference is the layer's own path: norm, rotary, the cache write, then
+`single_query_attention`.
 """
 
 from __future__ import annotations

@@ -53,11 +53,16 @@ class KernelConfig(NamedTuple):
   forward_block: int = 4096
 
 
+def _causal(tokens, cols, strict: bool):
+  """[T, C] mask of the pairs (t, u) a pair weight sums: u < t (strict) or u <= t."""
+  return (cols[None, :] < tokens[:, None]) if strict else (cols[None, :] <= tokens[:, None])
+
+
 def chunk_pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, *, strict):
   """P [C, C] of one chunk: pos [C, X] rows of the tables; weights, log_at_token [C, X];
   key_table, cum_log_decay [U + 1, C]. Causal: u < t (strict) or u <= t."""
   tokens = jnp.arange(pos.shape[0])
-  causal = (tokens[None, :] < tokens[:, None]) if strict else (tokens[None, :] <= tokens[:, None])
+  causal = _causal(tokens, tokens, strict)
   keys = key_table[pos]  # [C, X, C]: k_u(s) for every token u
   gap = log_at_token[:, :, None] - cum_log_decay[pos]
   # Acausal gaps are positive and may overflow; zero them before exp, not after.
@@ -105,7 +110,7 @@ def _forward_kernel(*refs, names, strict: bool, token_block: int, entry_block: i
   chunk, width = r["key_table"].shape[-1], r["pos"].shape[-1]
   tokens = first + jnp.arange(token_block, dtype=jnp.int32)
   cols = jnp.arange(chunk, dtype=jnp.int32)
-  causal = (cols[None, :] < tokens[:, None]) if strict else (cols[None, :] <= tokens[:, None])
+  causal = _causal(tokens, cols, strict)
   acc = jnp.zeros((token_block, chunk), jnp.float32)
   for x0 in range(0, width, entry_block):
     block = (n, pl.ds(first, token_block), pl.ds(x0, entry_block))
@@ -230,8 +235,7 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
     keys = gather_rows(r["key_table"], (n,), row, cols, valid)        # [EB, C]
     logs = gather_rows(r["cum_log_decay"], (n,), row, cols, valid)
     d_pairs = gather_rows(r["d_pairs"], (n,), token, cols, valid)
-    causal = (cols[None, :] < token[:, None]) if strict else (cols[None, :] <= token[:, None])
-    causal = causal & valid[:, None]
+    causal = _causal(token, cols, strict) & valid[:, None]
     # Acausal gaps are positive and may overflow; zero them before exp, as the forward does.
     decay = jnp.where(causal, jnp.exp(jnp.where(causal, log_at[:, None] - logs, 0)), 0)
     scaled = d_pairs * decay                                          # dP E
