@@ -1,26 +1,28 @@
 """Phase 1's pair weights, forward and backward as Pallas kernels (Triton on GPU).
 
-For one chunk (DESIGN.md 3.4), with slot-major tables K = k_u(s) and L = L_u(s) [U + 1, C]
-over the chunk's unique written slots and entries (t, x) of slot row p = pos[t, x]:
+For one chunk (DESIGN.md 3.4), the chunk's writes sorted by slot (ties by token) form one
+*segment* per unique written slot, table row p: entries j with token u_j, key k_j =
+k_{u_j}(s) and L_j = L_{u_j}(s), the slot's cumulative log decay up to and including u_j
+(`SlotSegments`). For entries (t, x) of row p = pos[t, x] with weight w and log l = L_t(s):
 
-  P[t, u] = causal(t, u) sum_x w[t, x] K[p, u] exp(l[t, x] - L[p, u])
+  P[t, u_j] += w[t, x] k_j exp(l[t, x] - L_j)   for every j in p's segment, causal(t, u_j)
 
-(QK with the reads, u <= t; A with the writes, u < t.) The XLA forward gathers, exps and
-sums over x; on the H200 XLA materialises its [C, X, C] gathers (two float32 tensors of
-T * X * C per pair weight, in transposed layouts) before the sum. The forward kernel
-gathers each program's table rows and sums them on chip: `sdm_small`'s layer fwd+bwd
-took 18.12 ms with it against 18.54 (WORKSPACE.md, issue 11, session 24).
-The backward sums, for each table row, the cotangents of every entry that hit it:
+(QK with the reads, u <= t; A with the writes, u < t). The XLA path builds the slot-major
+tables K = k_u(s), L = L_u(s) [U + 1, C] from the segments and gathers their rows
+(`chunk_pair_weights`); the kernels never form them. The forward kernel walks each entry's
+segment (one or two writers per slot at random addressing) and sums its terms into P on
+chip. The backward kernel sums, per table row, the cotangents of every entry that hit it:
 
-  dK[p, u] = sum_{(t, x): pos = p} w dP[t, u] E,    dL[p, u] = -sum w dP[t, u] E K[p, u]
-  dw[t, x] = sum_u dP[t, u] E K[p, u],              dl[t, x] = w[t, x] dw[t, x]
+  dk_j = sum_{(t, x): pos = p} w dP[t, u_j] E,    dL_j = -k_j dk_j
+  dw[t, x] = sum_j dP[t, u_j] E k_j,              dl[t, x] = w[t, x] dw[t, x]
 
-with E = causal exp(l - L). XLA forms dK and dL as scatter-adds of float32 [C, X, C]
-tensors for all chunks at once: at `sdm_small`'s layer on the H200 they held 3.7 of the
-5.2 GiB peak and, with their layout transposes, took about 3 ms. The kernel instead walks
-the slot-sorted entries of each row tile (phase 1's sorts, `ChunkIds.write_order` and
-`read_order`) and sums them with one-hot matmuls (`onehot.py`): nothing of
-size [C, X, C] reaches memory, and no two programs write the same row, so no atomics.
+with E = causal exp(l - L_j): it walks the slot-sorted entries of each row tile (phase 1's
+sorts, `ChunkIds.write_order` and `read_order`), sums their terms into the tile's [rows, C]
+cells (row, u) by one-hot matmuls (`onehot.py`) and stores them; dk_j is the cell (row_j,
+u_j). No two programs write the same row, so no atomics. On the H200, `sdm_small`'s layer
+fwd+bwd took 17.24 / 17.57 ms this way against 17.86 / 17.99 with the tables (the backward
+kernels 0.49 vs 0.62 ms, QK's forward 0.056 vs 0.124), its peak 4.18 vs 4.36 GB
+(WORKSPACE.md, issue 11, session 25).
 """
 
 from __future__ import annotations
@@ -43,26 +45,56 @@ from pallas_kernels.sparse_delta.scan_pallas import gather_rows
 IMPLS = ("xla", "pallas")
 
 
+class SlotSegments(NamedTuple):
+  """One chunk's writes sorted by slot, ties by token: the segment of table row p (the
+  slot's position among the chunk's unique written slots) is entries [begin[p], begin[p +
+  1]). Leading axes [n]; E = C * W entries, U = E rows (row U, the zero row, and the rows
+  past the unique slots have empty segments)."""
+  begin: jax.Array    # [n, U + 2] int32 first entry of each row's segment, then E
+  row: jax.Array      # [n, E] int32 row of each entry (nondecreasing)
+  token: jax.Array    # [n, E] int32 the entry's token u
+  key: jax.Array      # [n, E] k_u(s)
+  cum_log: jax.Array  # [n, E] L_u(s): the slot's log decay summed over its writes to u
+
+
 class KernelConfig(NamedTuple):
   """Tiling of the kernels (powers of two)."""
   row_tile: int = 64     # backward: table rows per program
   entry_block: int = 64  # backward: slot-sorted entries per one-hot matmul
   num_warps: int = 4
-  # Forward: a program sums [tokens, entries, C] gathered blocks of about this many
-  # elements (tokens of the chunk per program and entries per loop step follow from it).
+  # Forward: a program sums [tokens, entries, C] blocks of about this many elements
+  # (tokens of the chunk per program and entries per loop step follow from it).
   forward_block: int = 4096
 
 
 def _causal(tokens, cols, strict: bool):
-  """[T, C] mask of the pairs (t, u) a pair weight sums: u < t (strict) or u <= t."""
-  return (cols[None, :] < tokens[:, None]) if strict else (cols[None, :] <= tokens[:, None])
+  """The pairs (t, u) a pair weight sums: u < t (strict) or u <= t, broadcast."""
+  return (cols < tokens) if strict else (cols <= tokens)
+
+
+def segment_tables(segments: SlotSegments, chunk: int):
+  """The slot-major tables of n chunks: key_table, cum_log_decay [n, U + 1, C] (K[p, u] =
+  k_u(s), L[p, u] = L_u(s) for the slot s of row p, L constant between its writes)."""
+  table_rows = segments.begin.shape[-1] - 1
+
+  def one(seg: SlotSegments):
+    cells = (seg.row, seg.token)
+    empty = jnp.zeros((table_rows, chunk), seg.key.dtype)
+    # Each write's step of L: its cumulative log less its segment predecessor's.
+    first = jnp.concatenate([jnp.ones((1,), bool), seg.row[1:] != seg.row[:-1]])
+    previous = jnp.concatenate([jnp.zeros((1,), seg.cum_log.dtype), seg.cum_log[:-1]])
+    steps = seg.cum_log - jnp.where(first, 0, previous)
+    return (empty.at[cells].add(seg.key),
+            jnp.cumsum(empty.at[cells].add(steps), axis=1))
+
+  return jax.vmap(one)(segments)
 
 
 def chunk_pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, *, strict):
   """P [C, C] of one chunk: pos [C, X] rows of the tables; weights, log_at_token [C, X];
   key_table, cum_log_decay [U + 1, C]. Causal: u < t (strict) or u <= t."""
   tokens = jnp.arange(pos.shape[0])
-  causal = _causal(tokens, tokens, strict)
+  causal = _causal(tokens[:, None], tokens[None, :], strict)
   keys = key_table[pos]  # [C, X, C]: k_u(s) for every token u
   gap = log_at_token[:, :, None] - cum_log_decay[pos]
   # Acausal gaps are positive and may overflow; zero them before exp, not after.
@@ -81,64 +113,88 @@ def _every_chunk(pos, weights, log_at_token, key_table, cum_log_decay, strict):
 _pair_weights_xla = jax.checkpoint(_every_chunk, static_argnums=(5,))
 
 
-def pair_weights(pos, weights, log_at_token, key_table, cum_log_decay, order, *,
+def pair_weights(pos, weights, log_at_token, segments: SlotSegments, order, *,
                  strict: bool, impl: str = "xla", config: KernelConfig | None = None,
                  interpret: bool | None = None):
-  """`chunk_pair_weights` of n chunks (every argument with a leading [n] axis).
+  """P [n, C, C] of n chunks (every argument with a leading [n] axis): pos [n, C, X] rows
+  of the entries (U for the zero row: reads of slots the chunk does not write), weights
+  and log_at_token [n, C, X] (w and l = L_t(s)), the chunks' write segments.
 
   order [n, C * X]: the token-major entries (t * X + x) sorted by slot, ties by token
   (phase 1's sort); the backward kernel needs it, the XLA path ignores it. Entries whose
-  pos is the all-zero row U (reads of slots the chunk does not write) may sit anywhere in it.
-  impl: "xla" (the fused forward and its autodiff, rematerialised) or "pallas" (the
-  forward and backward kernels, float32; interpret mode unless on a GPU).
+  pos is the zero row U (reads of slots the chunk does not write) may sit anywhere in it.
+  Differentiable in weights, log_at_token, segments.key and segments.cum_log.
+  impl: "xla" (tables from the segments, the fused forward and its autodiff,
+  rematerialised) or "pallas" (the forward and backward kernels, float32; interpret mode
+  unless on a GPU).
   """
   if impl not in IMPLS:
     raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
   if impl == "xla":
-    return _pair_weights_xla(pos, weights, log_at_token, key_table, cum_log_decay, strict)
+    # The tables outside the rematerialised part: the QK and A calls build the same ones.
+    return _pair_weights_xla(pos, weights, log_at_token,
+                             *segment_tables(segments, pos.shape[-2]), strict)
   if interpret is None:
     interpret = not platform.on_gpu()
-  return _pair_weights_kernels(pos, weights, log_at_token, key_table, cum_log_decay,
-                               order, strict, config or KernelConfig(), interpret)
+  return _pair_weights_kernels(pos, weights, log_at_token, segments.begin, segments.row,
+                               segments.token, segments.key, segments.cum_log, order,
+                               strict, config or KernelConfig(), interpret)
+
+
+def _segment_writer(r, n, begin, end, depth, log_at, tokens, strict):
+  """The depth-th writer j of each entry's segment [begin, end) (arrays of one shape):
+  (u_j, k_j, causal(t, u_j), E = exp(l - L_j) where causal, else 0)."""
+  j = begin + depth
+  valid = j < end
+  safe = jnp.where(valid, j, 0)  # in bounds for unmasked loads
+  u = jnp.where(valid, r["seg_token"][n, safe], 0)
+  key = jnp.where(valid, r["seg_key"][n, safe], 0)
+  causal = valid & _causal(tokens, u, strict)
+  # Acausal gaps are positive and may overflow; zero them before exp, as XLA's does.
+  gap = jnp.where(causal, log_at - r["seg_cum_log"][n, safe], 0)
+  return u, key, causal, jnp.where(causal, jnp.exp(gap), 0)
 
 
 def _forward_kernel(*refs, names, strict: bool, token_block: int, entry_block: int):
-  """grid (chunks, token blocks): P[t] = causal sum_x w[t, x] K[p] exp(l[t, x] - L[p]) for
-  the block's tokens t, p = pos[t, x], entries x in steps of `entry_block`."""
+  """grid (chunks, token blocks): P[t, u_j] = sum_x w[t, x] k_j exp(l[t, x] - L_j) over
+  the segment entries j of row pos[t, x], for the block's tokens t, entries x in steps of
+  `entry_block`, segments walked writer by writer."""
   r = dict(zip(names, refs))
   n, first = pl.program_id(0), pl.program_id(1) * token_block
-  chunk, width = r["key_table"].shape[-1], r["pos"].shape[-1]
-  tokens = first + jnp.arange(token_block, dtype=jnp.int32)
+  chunk, width = r["pairs"].shape[-1], r["pos"].shape[-1]
+  tokens = (first + jnp.arange(token_block, dtype=jnp.int32))[:, None]  # [TB, 1]
   cols = jnp.arange(chunk, dtype=jnp.int32)
-  causal = _causal(tokens, cols, strict)
   acc = jnp.zeros((token_block, chunk), jnp.float32)
   for x0 in range(0, width, entry_block):
     block = (n, pl.ds(first, token_block), pl.ds(x0, entry_block))
     pos = r["pos"][block]                                           # [TB, EB]
-    everywhere = jnp.full(pos.shape, True)
-    keys = gather_rows(r["key_table"], (n,), pos, cols, everywhere)  # [TB, EB, C]
-    logs = gather_rows(r["cum_log_decay"], (n,), pos, cols, everywhere)
-    # Acausal gaps are positive and may overflow; zero them before exp, as XLA's does.
-    gap = jnp.where(causal[:, None, :], r["log_at_token"][block][:, :, None] - logs, 0)
-    acc = acc + jnp.sum(r["weights"][block][:, :, None] * keys * jnp.exp(gap), axis=1)
-  r["pairs"][n, pl.ds(first, token_block), :] = jnp.where(causal, acc, 0)
+    begin, end = r["begin"][n, pos], r["begin"][n, pos + 1]
+    weight, log_at = r["weights"][block], r["log_at_token"][block]
+
+    def writer(depth, acc, begin=begin, end=end, weight=weight, log_at=log_at):
+      u, key, _, decay = _segment_writer(r, n, begin, end, depth, log_at, tokens, strict)
+      term = weight * key * decay
+      return acc + jnp.sum(jnp.where(u[:, :, None] == cols, term[:, :, None], 0), axis=1)
+
+    acc = lax.fori_loop(0, jnp.max(end - begin), writer, acc)
+  r["pairs"][n, pl.ds(first, token_block), :] = acc
 
 
-def _forward(pos, weights, log_at_token, key_table, cum_log_decay, strict,
+def _forward(pos, weights, log_at_token, begin, token, key, cum_log, strict,
              config: KernelConfig, interpret):
   """The forward kernel: [n, C, C] float32. Entries are padded to a power of two with the
-  zero row U (weight 0), so every block the kernel loads is whole."""
+  zero row U (weight 0, an empty segment), so every block the kernel loads is whole."""
   n, chunk, width = pos.shape
   entry_block = max(1, min(next_power_of_two(width), 64, config.forward_block // chunk))
   token_block = max(1, min(chunk, config.forward_block // (entry_block * chunk)))
   padded = -(-width // entry_block) * entry_block
   pad = lambda x, fill: layout.pad_entries(x, padded, fill)  # noqa: E731
-  table_rows = key_table.shape[-2]
-  inputs = dict(pos=pad(pos.astype(jnp.int32), table_rows - 1),
+  zero_row = begin.shape[-1] - 2
+  inputs = dict(pos=pad(pos.astype(jnp.int32), zero_row),
                 weights=pad(weights.astype(jnp.float32), 0),
                 log_at_token=pad(log_at_token.astype(jnp.float32), 0),
-                key_table=key_table.astype(jnp.float32),
-                cum_log_decay=cum_log_decay.astype(jnp.float32))
+                begin=begin, seg_token=token, seg_key=key.astype(jnp.float32),
+                seg_cum_log=cum_log.astype(jnp.float32))
   return pl.pallas_call(
       functools.partial(_forward_kernel, names=[*inputs, "pairs"], strict=strict,
                         token_block=token_block, entry_block=entry_block),
@@ -150,26 +206,26 @@ def _forward(pos, weights, log_at_token, key_table, cum_log_decay, strict,
   )(*inputs.values())
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8))
-def _pair_weights_kernels(pos, weights, log_at_token, key_table, cum_log_decay, order,
+@functools.partial(jax.custom_vjp, nondiff_argnums=(9, 10, 11))
+def _pair_weights_kernels(pos, weights, log_at_token, begin, row, token, key, cum_log, order,
                           strict, config, interpret):
-  del order  # the backward's
-  pairs = _forward(pos, weights, log_at_token, key_table, cum_log_decay, strict, config,
+  del row, order  # the backward's
+  pairs = _forward(pos, weights, log_at_token, begin, token, key, cum_log, strict, config,
                    interpret)
   return pairs.astype(weights.dtype)
 
 
-def _fwd(pos, weights, log_at_token, key_table, cum_log_decay, order, strict, config,
+def _fwd(pos, weights, log_at_token, begin, row, token, key, cum_log, order, strict, config,
          interpret):
-  out = _pair_weights_kernels(pos, weights, log_at_token, key_table, cum_log_decay,
+  out = _pair_weights_kernels(pos, weights, log_at_token, begin, row, token, key, cum_log,
                               order, strict, config, interpret)
-  return out, (pos, weights, log_at_token, key_table, cum_log_decay, order)
+  return out, (pos, weights, log_at_token, begin, row, token, key, cum_log, order)
 
 
 def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
-  pos, weights, log_at_token, key_table, cum_log_decay, order = residuals
+  pos, weights, log_at_token, begin, row, token, key, cum_log, order = residuals
   n, chunk, width = pos.shape
-  table_rows = key_table.shape[-2]  # U + 1; row U is all zeros
+  table_rows = begin.shape[-1] - 1  # U + 1; row U is the zero row
   rows = layout.num_rows(table_rows, config.row_tile)
   entry_row = jnp.take_along_axis(pos.reshape(n, -1).astype(jnp.int32), order, axis=-1)
   valid = entry_row < table_rows - 1
@@ -179,16 +235,21 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
   entry_begin = jax.vmap(lambda r: layout.tile_starts(r, rows, config.row_tile))(
       lax.cummax(entry_row, axis=1))
   by_entry = lambda x: jnp.take_along_axis(  # noqa: E731
-      x.reshape(n, -1).astype(jnp.float32), order, axis=-1)
+      x.reshape(n, -1), order, axis=-1)
+  # Each entry's segment bounds, gathered here so that the kernel's loads of its writers
+  # wait on one load less.
+  safe_row = jnp.where(valid, entry_row, table_rows - 1)  # the zero row: an empty segment
+  segment = lambda shift: jnp.take_along_axis(begin, safe_row + shift, axis=-1)  # noqa: E731
   inputs = dict(entry_begin=entry_begin, entry_row=entry_row, entry_token=order // width,
-                entry_weight=by_entry(weights), entry_log=by_entry(log_at_token),
-                d_pairs=d_pairs.astype(jnp.float32), key_table=key_table.astype(jnp.float32),
-                cum_log_decay=cum_log_decay.astype(jnp.float32))
-  table = jax.ShapeDtypeStruct((n, rows, chunk), jnp.float32)
-  outputs = dict(d_key_table=table, d_cum_log_decay=table,
+                entry_weight=by_entry(weights).astype(jnp.float32),
+                entry_log=by_entry(log_at_token).astype(jnp.float32),
+                entry_seg_begin=segment(0), entry_seg_end=segment(1),
+                d_pairs=d_pairs.astype(jnp.float32), seg_token=token,
+                seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32))
+  outputs = dict(d_cells=jax.ShapeDtypeStruct((n, rows, chunk), jnp.float32),
                  d_entry_weight=jax.ShapeDtypeStruct((n, chunk * width), jnp.float32))
   names = list(inputs) + list(outputs)
-  results = pl.pallas_call(
+  d_cells, d_entry_weight = pl.pallas_call(
       functools.partial(_bwd_kernel, names=names, strict=strict, config=config),
       name="pair_weights_bwd_kernel",  # names the kernel in profiles
       out_shape=list(outputs.values()),
@@ -196,22 +257,24 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
   )(*inputs.values())
-  d_key_table, d_cum_log_decay, d_entry_weight = results
+  # dk_j is the cell of its row and token (every other cell of a row has no writer).
+  d_key = jax.vmap(lambda cells, r, u: cells[r, u])(d_cells, row, token)
   # Entries in no tile were never written: they are the ones of row U, whose gradient is 0.
   d_entry_weight = jnp.where(valid, d_entry_weight, 0)
   d_weights = jax.vmap(lambda d, o: jnp.zeros_like(d).at[o].set(d))(d_entry_weight, order)
   d_weights = d_weights.reshape(weights.shape)
   d_log = weights.astype(jnp.float32) * d_weights
-  return (None, d_weights.astype(weights.dtype), d_log.astype(log_at_token.dtype),
-          d_key_table[:, :table_rows].astype(key_table.dtype),
-          d_cum_log_decay[:, :table_rows].astype(cum_log_decay.dtype), None)
+  d_cum_log = -key.astype(jnp.float32) * d_key  # d/dL_j of k_j exp(l - L_j) is -k_j E
+  return (None, d_weights.astype(weights.dtype), d_log.astype(log_at_token.dtype), None,
+          None, None, d_key.astype(key.dtype), d_cum_log.astype(cum_log.dtype), None)
 
 
 _pair_weights_kernels.defvjp(_fwd, _bwd)
 
 
 def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
-  """grid (chunks, row tiles): the tile's rows of dK and dL, and dw of its entries."""
+  """grid (chunks, row tiles): dw of the tile's entries and the tile's cells (row, u) =
+  sum w dP[t, u] E over the entries of the row (dk_j is the cell (row_j, u_j))."""
   r = dict(zip(names, refs))
   n, tile = pl.program_id(0), pl.program_id(1)
   rows, block = config.row_tile, config.entry_block
@@ -222,8 +285,7 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
   cols = jnp.arange(chunk, dtype=jnp.int32)
   row_ids = lax.broadcasted_iota(jnp.int32, (rows, block), 0)
 
-  def body(k, acc):
-    d_keys, d_logs = acc
+  def entry_block(k, cells):
     entries = begin + k * block + jnp.arange(block, dtype=jnp.int32)
     in_range = entries < end
     safe = jnp.where(in_range, entries, num_entries - 1)  # in bounds for unmasked loads
@@ -232,25 +294,30 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
     token = r["entry_token"][n, safe]
     weight = jnp.where(valid, r["entry_weight"][n, safe], 0)
     log_at = r["entry_log"][n, safe]
-    keys = gather_rows(r["key_table"], (n,), row, cols, valid)        # [EB, C]
-    logs = gather_rows(r["cum_log_decay"], (n,), row, cols, valid)
-    d_pairs = gather_rows(r["d_pairs"], (n,), token, cols, valid)
-    causal = _causal(token, cols, strict) & valid[:, None]
-    # Acausal gaps are positive and may overflow; zero them before exp, as the forward does.
-    decay = jnp.where(causal, jnp.exp(jnp.where(causal, log_at[:, None] - logs, 0)), 0)
-    scaled = d_pairs * decay                                          # dP E
-    d_key = weight[:, None] * scaled
+    seg_begin = jnp.where(valid, r["entry_seg_begin"][n, safe], 0)
+    seg_end = jnp.where(valid, r["entry_seg_end"][n, safe], 0)
+    d_pairs = gather_rows(r["d_pairs"], (n,), token, cols, valid)    # [EB, C]: dP[t, :]
+    onehot = jnp.where(valid, row - first, -1)[None, :] == row_ids  # [rows, EB]
+
+    def writer(depth, acc):
+      cells, d_weight = acc
+      u, key, _, decay = _segment_writer(r, n, seg_begin, seg_end, depth, log_at, token,
+                                         strict)
+      at_u = u[:, None] == cols                                      # [EB, C]
+      scaled = jnp.sum(jnp.where(at_u, d_pairs, 0), axis=1) * decay  # dP[t, u_j] E
+      cell_terms = jnp.where(at_u, (weight * scaled)[:, None], 0)
+      return cells + onehot_matmul(onehot, cell_terms, 3), d_weight + scaled * key
+
+    cells, d_weight = lax.fori_loop(0, jnp.max(seg_end - seg_begin), writer,
+                                    (cells, jnp.zeros((block,), jnp.float32)))
     # Invalid lanes go out of bounds: masked stores never alias a valid lane's address.
     pltriton.store(r["d_entry_weight"].at[n, jnp.where(valid, entries, num_entries)],
-                   jnp.sum(scaled * keys, axis=1), mask=valid)
-    onehot = jnp.where(valid, row - first, -1)[None, :] == row_ids
-    return (d_keys + onehot_matmul(onehot, d_key, 3),
-            d_logs - onehot_matmul(onehot, d_key * keys, 3))
+                   d_weight, mask=valid)
+    return cells
 
-  zeros = jnp.zeros((rows, chunk), jnp.float32)
-  d_keys, d_logs = lax.fori_loop(0, (end - begin + block - 1) // block, body, (zeros, zeros))
-  r["d_key_table"][n, pl.ds(first, rows), :] = d_keys
-  r["d_cum_log_decay"][n, pl.ds(first, rows), :] = d_logs
+  r["d_cells"][n, pl.ds(first, rows), :] = lax.fori_loop(
+      0, (end - begin + block - 1) // block, entry_block, jnp.zeros((rows, chunk), jnp.float32))
 
 
-__all__ = ["IMPLS", "KernelConfig", "chunk_pair_weights", "pair_weights"]
+__all__ = ["IMPLS", "KernelConfig", "SlotSegments", "chunk_pair_weights", "pair_weights",
+           "segment_tables"]

@@ -14,21 +14,27 @@ log(alpha_u (1 - beta_u k_u(s))). Every decay factor is exp of a difference of c
 sums along a matched pair (never exp(-L), which overflows when a slot is written often).
 
 Phase 1 (`plan_chunks`, here) computes everything that does not depend on the table, for
-all chunks at once. Phase 2 applies the plan to the table chunk after chunk, with an
-undo-writes backward (`PHASE2`): `pallas_kernels.sparse_delta.scan_xla` (a `lax.scan` of
-gathers and scatters, impl "chunked"), `scan_pallas` (Triton kernels per chunk, impl
-"pallas_gpu") or `scan_pallas_tpu` (Mosaic kernels over all chunks, impl "pallas_tpu").
+all chunks at once, from one sort per chunk of its writes and reads by slot: the writes of
+one slot form a segment, L is a sum along it (never a [U, C] table of every slot and
+token; the XLA pair weights build one), and the pair weights walk the segments
+(`pallas_kernels.sparse_delta.pair_weights`). Phase 2 applies the plan to the table chunk
+after chunk, with an undo-writes backward (`PHASE2`): `pallas_kernels.sparse_delta.scan_xla`
+(a `lax.scan` of gathers and scatters, impl "chunked"), `scan_pallas` (Triton kernels per
+chunk, impl "pallas_gpu") or `scan_pallas_tpu` (Mosaic kernels over all chunks, impl
+"pallas_tpu").
 """
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 from jax import lax
 import jax.numpy as jnp
 
 from pallas_kernels.blocks import is_power_of_two, next_power_of_two
+from pallas_kernels.sparse_delta import layout
 from pallas_kernels.sparse_delta import pair_weights
 from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_pallas_tpu
@@ -62,65 +68,130 @@ _PRECISION = lax.Precision.HIGHEST
 _MIN_LOG_RETENTION = -80.0
 
 
+class _EntryIds(NamedTuple):
+  """What one chunk's sort gives beside its `ChunkIds`."""
+  read_pos: jax.Array     # [C, R] each read's row among the unique written slots, U if none
+  read_writer: jax.Array  # [C, R] the read's slot's last write at or before its token:
+  #                         its index among the slot-sorted writes, -1 if none
+  write_rows: jax.Array   # [C * W] the row of each slot-sorted write (nondecreasing)
+  row_begin: jax.Array    # [U + 2] first slot-sorted write of each row, then C * W
+
+
+def _sort_keys(slot, minor, *, num_slots: int, chunk: int):
+  """Sort keys of entries ordered by (slot, minor), minor in [0, 2 * chunk): one int32
+  where it fits, else two."""
+  if num_slots * 2 * chunk <= jnp.iinfo(jnp.int32).max:
+    return (slot * (2 * chunk) + minor,)
+  return slot, minor
+
+
 def _chunk_ids(write_idx, read_idx, *, num_slots):
   """The integer part of one chunk's plan: write_idx [C, W], read_idx [C, R] ->
-  (ChunkIds, read_pos [C, R]: each read's row among the unique written slots, U if the
-  chunk does not write it)."""
+  (ChunkIds, _EntryIds).
+
+  One stable sort of the writes and reads together by (slot, token, reads after writes)
+  gives every order phase 1 and the kernels need: the slot-sorted writes (their segments
+  are the unique written slots), the slot-sorted reads, and for each read the writes of its
+  slot before and after it."""
   chunk, num_writes = write_idx.shape
+  num_reads = read_idx.shape[1]
   num_unique = chunk * num_writes
-  # The chunk's unique written slots, by one stable sort whose order the kernels' layout
-  # reuses (`ChunkIds.write_order`): entry e of the sorted list is write (t, i) = order[e].
-  flat_ids = write_idx.reshape(-1).astype(jnp.int32)
-  write_order = jnp.argsort(flat_ids, stable=True).astype(jnp.int32)
-  sorted_ids = flat_ids[write_order]
+  write_ids = write_idx.reshape(-1).astype(jnp.int32)
+  read_ids = read_idx.reshape(-1).astype(jnp.int32)
+  tokens = lambda x: jnp.repeat(jnp.arange(chunk, dtype=jnp.int32), x)  # noqa: E731
+  slot = jnp.concatenate([write_ids, read_ids])
+  minor = jnp.concatenate([2 * tokens(num_writes), 2 * tokens(num_reads) + 1])
+  keys = _sort_keys(slot, minor, num_slots=num_slots, chunk=chunk)
+  entry = jnp.arange(slot.size, dtype=jnp.int32)
+  *_, order = lax.sort((*keys, entry), num_keys=len(keys), is_stable=True)
+  is_read = order >= num_unique
+  writes_so_far = jnp.cumsum(~is_read, dtype=jnp.int32)  # writes at or before each entry
+  # Write entry e of the sorted list is write (t, i) = write_order[e]; reads likewise.
+  write_order = jnp.zeros((num_unique,), jnp.int32).at[
+      jnp.where(is_read, num_unique, writes_so_far - 1)].set(order, mode="drop")
+  read_rank = entry - writes_so_far
+  read_order = jnp.zeros((num_reads * chunk,), jnp.int32).at[
+      jnp.where(is_read, read_rank, read_ids.size)].set(order - num_unique, mode="drop")
+  sorted_ids = write_ids[write_order]
   starts = jnp.concatenate([jnp.ones((1,), bool), sorted_ids[1:] != sorted_ids[:-1]])
-  position = jnp.cumsum(starts.astype(jnp.int32)) - 1  # of each sorted entry's slot
+  position = jnp.cumsum(starts.astype(jnp.int32)) - 1  # of each sorted write's slot
   write_pos = jnp.zeros_like(position).at[write_order].set(position).reshape(chunk, num_writes)
   # Distinct out-of-range padding ids after the real slots: gathers fill them with zeros,
   # scatters drop them, and the slots stay sorted and unique, which both are promised.
   slots = (num_slots + jnp.arange(num_unique, dtype=jnp.int32)).at[position].set(sorted_ids)
-  # By one sort rather than the default binary search (a while loop of small kernels on
-  # a GPU).
-  read_pos = jnp.searchsorted(slots, read_idx.reshape(-1), method="sort").reshape(
-      read_idx.shape)
-  found = slots[jnp.minimum(read_pos, num_unique - 1)] == read_idx
-  # Reads of slots the chunk does not write point at an extra all-zero row.
-  read_pos = jnp.where(found, read_pos, num_unique)
-  read_order = jnp.argsort(read_idx.reshape(-1), stable=True).astype(jnp.int32)
-  return ChunkIds(slots, write_pos, read_idx, write_order, read_order), read_pos
+  # A read's slot has a row if a write of it sorts just before the read (at or before its
+  # token) or just after it (a later token).
+  before = jnp.maximum(writes_so_far - 1, 0)
+  after = jnp.minimum(writes_so_far, num_unique - 1)
+  slot_sorted = slot[order]
+  written_before = (writes_so_far > 0) & (sorted_ids[before] == slot_sorted)
+  written_after = (writes_so_far < num_unique) & (sorted_ids[after] == slot_sorted)
+  row = jnp.where(written_before, position[before],
+                  jnp.where(written_after, position[after], num_unique))
+  writer = jnp.where(written_before, before, -1)
+  unsort_reads = lambda x: jnp.zeros((read_ids.size,), jnp.int32).at[  # noqa: E731
+      jnp.where(is_read, order - num_unique, read_ids.size)].set(x, mode="drop").reshape(
+          read_idx.shape)
+  row_begin = layout.tile_starts(position, num_unique + 1, 1)
+  ids = ChunkIds(slots, write_pos, read_idx, write_order, read_order)
+  return ids, _EntryIds(unsort_reads(row), unsort_reads(writer), position, row_begin)
 
 
-def _slot_tables(write_pos, write_w, beta, g, *, error):
-  """Slot-major tables over one chunk's unique written slots, one column per token:
-  key_table, cum_log_decay [U + 1, C] (k_u(s) and L_u(s); row U stays zero)."""
-  chunk = write_pos.shape[0]
+def _log_decay(write_w, beta, g, *, error):
+  """[C, W] each write's log decay of its slot: g (shared form) or g + log(1 - beta k)."""
   if error == "shared":
-    log_decay = jnp.broadcast_to(g[:, None], write_w.shape)
-  else:
-    erased = beta[:, None] * write_w
-    overwrite = erased >= 1
-    # The inner where keeps log1p's gradient finite where the outer one discards it.
-    retention = jnp.log1p(-jnp.where(overwrite, 0, erased))
-    retention = jnp.where(overwrite, _MIN_LOG_RETENTION,
-                          jnp.maximum(retention, _MIN_LOG_RETENTION))
-    log_decay = g[:, None] + retention
-  token = jnp.broadcast_to(jnp.arange(chunk)[:, None], write_pos.shape)
-  empty = jnp.zeros((write_pos.size + 1, chunk), write_w.dtype)
-  key_table = empty.at[write_pos, token].add(write_w)
-  cum_log_decay = jnp.cumsum(empty.at[write_pos, token].add(log_decay), axis=1)
-  return key_table, cum_log_decay
+    return jnp.broadcast_to(g[:, None], write_w.shape)
+  erased = beta[:, None] * write_w
+  overwrite = erased >= 1
+  # The inner where keeps log1p's gradient finite where the outer one discards it.
+  retention = jnp.log1p(-jnp.where(overwrite, 0, erased))
+  retention = jnp.where(overwrite, _MIN_LOG_RETENTION,
+                        jnp.maximum(retention, _MIN_LOG_RETENTION))
+  return g[:, None] + retention
 
 
-def _log_at(cum_log_decay, pos):
-  """L_t(s) of each entry (t, x) of pos [C, X]: the table at (pos[t, x], t)."""
-  return cum_log_decay[pos, jnp.arange(pos.shape[0])[:, None]]
+def _segment_cumsum(x, segment_start, max_length: int):
+  """Inclusive sums of x [E] within contiguous segments (segment_start [E]: the first
+  entry of each entry's segment) no longer than max_length: Hillis-Steele steps, each sum
+  exact to rounding within its own segment (never a difference of running totals)."""
+  entry = jnp.arange(x.shape[0])
+  step = 1
+  while step < max_length:
+    shifted = jnp.concatenate([jnp.zeros((step,), x.dtype), x[:-step]])
+    x = x + jnp.where(entry - step >= segment_start, shifted, 0)
+    step *= 2
+  return x
 
 
-def _coefficients(write_pos, write_w, write_log, v, beta, read_w, read_log, cum_log_decay, qk,
-                  attn, *, error) -> ChunkCoefs:
-  """The rest of one chunk's coefficients, given its tables, the log decays at its
-  entries (`_log_at`) and its pair weights."""
-  end_log = cum_log_decay[:, -1]
+def _entry_logs(log_decay, write_order, entry_ids: _EntryIds):
+  """One chunk's cumulative log decays: log_decay [C, W] -> (cum_log [C * W] at the
+  slot-sorted writes, write_log [C, W], later_log [C, W], read_log [C, R], end_log [U]):
+  L_u(s) of each write, L_C(s) - L_u(s) of each write (summed over the slot's later
+  writes, not subtracted), L_t(s) of each read (0 if the chunk writes s only later or
+  never) and L_C(s) of each row."""
+  chunk, num_writes = log_decay.shape
+  rows, begin = entry_ids.write_rows, entry_ids.row_begin
+  num_entries = rows.shape[0]
+  steps = log_decay.reshape(-1)[write_order]
+  cum_log = _segment_cumsum(steps, begin[rows], chunk)
+  # The slot's steps after each write: a suffix sum (reversed scan) of the next entry's step.
+  same_as_next = jnp.concatenate([rows[1:] == rows[:-1], jnp.zeros((1,), bool)])
+  next_step = jnp.where(same_as_next, jnp.concatenate([steps[1:], steps[:1]]), 0)
+  reversed_start = (num_entries - begin[rows + 1])[::-1]
+  later = _segment_cumsum(next_step[::-1], reversed_start, chunk)[::-1]
+  token_major = lambda x: jnp.zeros_like(x).at[write_order].set(x).reshape(  # noqa: E731
+      chunk, num_writes)
+  writer = entry_ids.read_writer
+  read_log = jnp.where(writer >= 0, cum_log[jnp.maximum(writer, 0)], 0)
+  last = begin[1:-1] - 1  # of each row's segment, U rows
+  end_log = jnp.where(begin[1:-1] > begin[:-2], cum_log[jnp.maximum(last, 0)], 0)
+  return cum_log, token_major(cum_log), token_major(later), read_log, end_log
+
+
+def _coefficients(write_w, write_log, later_log, v, beta, read_w, read_log, end_log, qk, attn,
+                  *, error) -> ChunkCoefs:
+  """The rest of one chunk's coefficients, given the log decays at its entries and its
+  slots' (`_entry_logs`) and its pair weights."""
   if error == "shared":
     solve = unit_lower_triangular_inverse(beta[:, None] * attn,
                                           precision=_PRECISION) * beta[None, :]
@@ -134,8 +205,8 @@ def _coefficients(write_pos, write_w, write_log, v, beta, read_w, read_log, cum_
       solve=solve,
       read_coef=read_w * jnp.exp(read_log),
       qk=qk,
-      update_coef=write_w * jnp.exp(end_log[write_pos] - write_log),
-      end_decay=jnp.exp(end_log[:write_pos.size]),
+      update_coef=write_w * jnp.exp(later_log),
+      end_decay=jnp.exp(end_log),
       values=values,
   )
 
@@ -169,20 +240,23 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   write_w, v, beta, g, read_idx, read_w = map(to_chunks, (write_w, v, beta, g, read_idx,
                                                            read_w))
 
-  ids, read_pos = jax.vmap(functools.partial(_chunk_ids, num_slots=num_slots))(write_ids,
-                                                                                read_idx)
-  key_table, cum_log_decay = jax.vmap(functools.partial(_slot_tables, error=error))(
-      ids.write_pos, write_w, beta, g)
-  write_log = jax.vmap(_log_at)(cum_log_decay, ids.write_pos)
-  read_log = jax.vmap(_log_at)(cum_log_decay, read_pos)
-  pair = functools.partial(pair_weights.pair_weights, key_table=key_table,
-                           cum_log_decay=cum_log_decay, impl=pair_impl)
-  qk = pair(read_pos, read_w, read_log, order=ids.read_order, strict=False)
+  ids, entry_ids = jax.vmap(functools.partial(_chunk_ids, num_slots=num_slots))(write_ids,
+                                                                               read_idx)
+  log_decay = jax.vmap(functools.partial(_log_decay, error=error))(write_w, beta, g)
+  cum_log, write_log, later_log, read_log, end_log = jax.vmap(_entry_logs)(
+      log_decay, ids.write_order, entry_ids)
+  flat = lambda x: x.reshape(x.shape[0], -1)  # noqa: E731
+  segments = pair_weights.SlotSegments(
+      begin=entry_ids.row_begin, row=entry_ids.write_rows,
+      token=ids.write_order // num_writes,
+      key=jnp.take_along_axis(flat(write_w), ids.write_order, axis=-1), cum_log=cum_log)
+  pair = functools.partial(pair_weights.pair_weights, segments=segments, impl=pair_impl)
+  qk = pair(entry_ids.read_pos, read_w, read_log, order=ids.read_order, strict=False)
   attn = None
   if error == "shared":
     attn = pair(ids.write_pos, write_w, write_log, order=ids.write_order, strict=True)
   coefs = jax.vmap(functools.partial(_coefficients, error=error))(
-      ids.write_pos, write_w, write_log, v, beta, read_w, read_log, cum_log_decay, qk, attn)
+      write_w, write_log, later_log, v, beta, read_w, read_log, end_log, qk, attn)
   plan = ChunkPlan(ids, coefs)
   return jax.tree.map(lambda x: x.reshape(batch, heads, num_chunks, *x.shape[1:]), plan)
 

@@ -490,3 +490,36 @@ def test_plan_ids_are_numpys_unique_and_stable_sort():
     np.testing.assert_array_equal(
         np.asarray(ids.read_order[b, h, c]),
         np.argsort(np.asarray(ids.read_idx[b, h, c]).reshape(-1), kind="stable"))
+
+
+def test_segment_sums_stay_within_their_segments():
+  """Phase 1's cumulative logs: inclusive sums within contiguous segments of at most
+  `max_length` entries, against numpy's per-segment cumsum."""
+  rng = np.random.default_rng(3)
+  lengths = np.concatenate([rng.integers(1, 9, 40), [8]])
+  segment_start = np.repeat(np.cumsum(lengths) - lengths, lengths)
+  x = rng.standard_normal(lengths.sum()).astype(np.float32)
+  want = np.concatenate([np.cumsum(part) for part in np.split(x, np.cumsum(lengths)[:-1])])
+  got = chunk._segment_cumsum(jnp.asarray(x), jnp.asarray(segment_start), 8)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+
+
+def test_plan_ids_sort_by_two_keys_when_one_would_overflow():
+  """With N * 2C past int32 the sort key splits in two (slot, then token); the orders and
+  positions are the same as with one key."""
+  args = random_inputs(19, seq_len=16)
+  inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
+  small, large = inputs.memory.shape[-2], 2**27  # 2**27 * 2 * 16 > 2**31 - 1
+  assert chunk._sort_keys(jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32),
+                          num_slots=large, chunk=16)[1].shape == (2,)
+
+  def ids(num_slots):
+    plan = jax.jit(functools.partial(chunk.plan_chunks, num_slots=num_slots, chunk_size=16,
+                                     error="shared"))(*inputs[1:])
+    return jax.tree.map(np.asarray, plan.ids)
+
+  one_key, two_keys = ids(small), ids(large)
+  for name in ("write_pos", "write_order", "read_order"):
+    np.testing.assert_array_equal(getattr(two_keys, name), getattr(one_key, name))
+  real = one_key.slots < small
+  np.testing.assert_array_equal(two_keys.slots[real], one_key.slots[real])
