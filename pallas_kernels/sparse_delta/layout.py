@@ -45,6 +45,11 @@ def pad_entries(x: jax.Array, width: int, fill) -> jax.Array:
   return jnp.concatenate([x, jnp.full((*x.shape[:-1], pad), fill, x.dtype)], axis=-1)
 
 
+def segment_starts(sorted_values: jax.Array) -> jax.Array:
+  """[E] bool: True at each entry of sorted_values [E] that starts a run of equal values."""
+  return jnp.concatenate([jnp.ones((1,), bool), sorted_values[1:] != sorted_values[:-1]])
+
+
 def num_rows(entries: int, row_tile: int) -> int:
   """Rows of the row layout: enough tiles for one segment per entry."""
   return -(-entries // row_tile) * row_tile
@@ -109,8 +114,7 @@ def read_layout(read_idx: jax.Array, read_order: jax.Array, *, num_slots: int, w
   rows = num_rows(read_idx.shape[-2] * width, row_tile)
 
   def segments(sorted_slots):  # each entry's row: its slot's rank among the distinct slots
-    starts = jnp.concatenate([jnp.ones((1,), bool), sorted_slots[1:] != sorted_slots[:-1]])
-    segment = jnp.cumsum(starts.astype(jnp.int32)) - 1
+    segment = jnp.cumsum(segment_starts(sorted_slots).astype(jnp.int32)) - 1
     return segment, jnp.full((rows,), num_slots, jnp.int32).at[segment].set(sorted_slots)
 
   order, row, begin, row_slot = _layout_by_order(read_idx, read_order, width=width,

@@ -84,7 +84,7 @@ def segment_tables(segments: SlotSegments, chunk: int):
     # again along the tokens. (Gathering each cell's last writer's value instead is exact,
     # but its gradient keeps an int [U + 1, C] index table: 24 MB more compiled memory in
     # test_gradient_memory_stays_within_ten_tables.)
-    first = jnp.concatenate([jnp.ones((1,), bool), seg.row[1:] != seg.row[:-1]])
+    first = layout.segment_starts(seg.row)
     previous = jnp.concatenate([jnp.zeros((1,), seg.cum_log.dtype), seg.cum_log[:-1]])
     steps = seg.cum_log - jnp.where(first, 0, previous)
     return (empty.at[cells].add(seg.key),

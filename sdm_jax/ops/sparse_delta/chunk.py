@@ -113,8 +113,8 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
   read_order = jnp.zeros((num_reads * chunk,), jnp.int32).at[
       jnp.where(is_read, read_rank, read_ids.size)].set(order - num_unique, mode="drop")
   sorted_ids = write_ids[write_order]
-  starts = jnp.concatenate([jnp.ones((1,), bool), sorted_ids[1:] != sorted_ids[:-1]])
-  position = jnp.cumsum(starts.astype(jnp.int32)) - 1  # of each sorted write's slot
+  # The position of each sorted write's slot among the unique written slots.
+  position = jnp.cumsum(layout.segment_starts(sorted_ids).astype(jnp.int32)) - 1
   write_pos = jnp.zeros_like(position).at[write_order].set(position).reshape(chunk, num_writes)
   # Distinct out-of-range padding ids after the real slots: gathers fill them with zeros,
   # scatters drop them, and the slots stay sorted and unique, which both are promised.

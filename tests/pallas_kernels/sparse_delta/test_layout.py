@@ -86,3 +86,8 @@ def test_tile_starts_count_the_entries_before_each_tile(row_tile):
   got = layout.tile_starts(jnp.asarray(sorted_rows, jnp.int32), rows, row_tile)
   assert got.dtype == jnp.int32 and (np.diff(want) == 0).any()  # some tiles are empty
   np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_segment_starts_mark_the_first_entry_of_each_run():
+  starts = layout.segment_starts(jnp.asarray([2, 2, 5, 7, 7, 7, 9], jnp.int32))
+  np.testing.assert_array_equal(np.asarray(starts), [1, 0, 1, 1, 0, 0, 1])
