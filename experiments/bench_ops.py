@@ -4,6 +4,9 @@
       --key_dim=64 --value_dim=128 --dtype=bfloat16
   python -m experiments.bench_ops --op=gdn_fla ...   # flash-linear-attention's, same inputs
   python -m experiments.bench_ops --op=train_step --train_configs=gdn_small,sdm_small --top_ops=40
+  python -m experiments.bench_ops --op=row_traffic --batch=16 --heads=1 --sdm_slots=16384 \
+      --value_dim=512 --seq_len=2048 --chunk_size=16 --sdm_writes=64 \
+      --tilings="default,block_cols=512;block_rows=16"   # phase 2's row moves alone
   python -m experiments.bench_ops --op=decode_attention --batch=8 --seq_len=131072 \
       --heads=16 --value_dim=128 --tilings="default,min_programs=1024"   # L = seq_len, D = value_dim
 
@@ -24,8 +27,10 @@ from experiments import configs
 from sdm_jax.evaluation import attention_benchmarks
 from sdm_jax.evaluation import gdn_benchmarks
 from sdm_jax.evaluation import peer_benchmarks
+from sdm_jax.evaluation import row_traffic
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import step_benchmarks
+from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import topk_benchmarks
 from sdm_jax.ops import gated_delta
 from sdm_jax.ops import product_key
@@ -101,6 +106,7 @@ _TILINGS = flags.DEFINE_list(
     "row_tile, group_entries, num_warps, num_stages, l2_hints, ...; gdn: chunk_pallas, "
     "fields block_v, state_block_v, prepare_warps, output_warps, num_stages, ...; topk: "
     "topk_pallas, fields block_rows, num_warps, half_select, group_size, pick; "
+    "row_traffic: fields block_rows, block_cols, num_warps; "
     "decode_attention: decode_pallas, fields block_k, num_warps, num_stages, min_programs).")
 
 
@@ -148,6 +154,19 @@ def _bench_sdm_tiling() -> dict[str, Any]:
 
 
 BENCHMARKS["sdm_tiling"] = _bench_sdm_tiling
+
+
+def _bench_row_traffic() -> dict[str, Any]:
+  """Phase 2's access pattern alone: B*H tables of N rows of Dv, C*W random rows per chunk."""
+  return row_traffic.benchmark(
+      groups=_BATCH.value * _HEADS.value, num_slots=_SLOTS.value, value_dim=_VALUE_DIM.value,
+      rows_per_chunk=_CHUNK.value * _WRITES.value, num_chunks=_SEQ_LEN.value // _CHUNK.value,
+      dtype=_DTYPE.value,
+      tilings=[tiling.parse_tiling(t, row_traffic.Tiling()) for t in _TILINGS.value],
+      warmup=_WARMUP.value, repeats=_REPEATS.value)
+
+
+BENCHMARKS["row_traffic"] = _bench_row_traffic
 
 _TOPK_ROWS = flags.DEFINE_list("topk_rows", ["65536", "8"], "Rows of scores (topk).")
 _TOPK_SUB_KEYS = flags.DEFINE_list("topk_sub_keys", ["256", "512", "1024"],
