@@ -16,6 +16,11 @@ Three measures, all exact:
   they meet, so at initialisation this is the signal that teaches the addressing: with
   separate key and query projections it falls as 1 / N (issue 18: large tables train
   slowly).
+- `chunk_reuse`: how often the writes (and the reads) of one chunk of C tokens pick the
+  same slot. The chunked kernels walk each slot's entries of a chunk (its *segment*) step
+  by step, so their cost follows these lengths; uniformly random slots give almost none
+  (mean segment about 1.06 at C = 16, N = 16,384, W = 64), a model's addressing at
+  initialisation several times more (WORKSPACE.md, issue 11, session 26).
 """
 
 from __future__ import annotations
@@ -184,3 +189,55 @@ def read_write_overlap(model: LM, params: Any, inputs: np.ndarray, read_position
   return {layer: {"overlap_slots": float(np.concatenate(parts).mean()),
                   "chance_slots": chance}
           for layer, parts in counts.items()}
+
+
+def segment_lengths(ids: np.ndarray, chunk_size: int) -> dict[str, float]:
+  """Slot reuse within chunks of ids [B, T, H, K] (K slots per token, distinct within a
+  token); T is cut to whole chunks. Per (sequence, head, chunk), the entries of one slot
+  form a segment. Returns {"unique_fraction": distinct slots / entries, "mean_segment":
+  mean over entries of their segment's length (1 without reuse), "max_segment": mean over
+  chunks of their longest segment}."""
+  ids = np.asarray(ids)
+  batch, length, heads, count = ids.shape
+  chunks = length // chunk_size
+  if chunks < 1:
+    raise ValueError(f"chunk_size ({chunk_size}) must not exceed T ({length})")
+  per_chunk = np.moveaxis(ids[:, :chunks * chunk_size], 2, 1).reshape(-1, chunk_size * count)
+  unique, weighted, longest = 0, 0, []
+  for entries in per_chunk:
+    _, counts = np.unique(entries, return_counts=True)
+    unique += counts.size
+    weighted += int((counts ** 2).sum())
+    longest.append(counts.max())
+  return {"unique_fraction": unique / per_chunk.size,
+          "mean_segment": weighted / per_chunk.size,
+          "max_segment": float(np.mean(longest))}
+
+
+def chunk_reuse(model: LM, params: Any, inputs: np.ndarray, *, chunk_size: int,
+                batch_size: int) -> dict[str, dict[str, dict[str, float]]]:
+  """`segment_lengths` of each `M` layer's writes and reads on `inputs` (int32 [n, T]):
+  {"layer_<i>_M": {"writes": {...}, "reads": {...}}}; {} for a model without `M` layers."""
+  inputs = np.asarray(inputs)
+  if inputs.ndim != 2 or inputs.shape[0] < 1:
+    raise ValueError(f"inputs must be int32 [n, T] with n >= 1, got shape {inputs.shape}")
+  config = model.config
+
+  @jax.jit
+  def slot_ids(params, tokens):
+    _, captured = model.apply(
+        params, tokens, capture_intermediates=_captures(_KEY_PROJECTION, _QUERY_PROJECTION),
+        mutable=["intermediates"])
+    return {_layer_name(name): (_slot_ids(block, _KEY_PROJECTION, config.sdm_writes, config),
+                                _slot_ids(block, _QUERY_PROJECTION, config.sdm_reads, config))
+            for name, block in captured.get("intermediates", {}).items()}
+
+  ids: dict[str, list[list[np.ndarray]]] = {}
+  for start in range(0, inputs.shape[0], batch_size):
+    for layer, pair in slot_ids(params, jnp.asarray(inputs[start:start + batch_size])).items():
+      ids.setdefault(layer, [[], []])
+      for kept, part in zip(ids[layer], pair):
+        kept.append(np.asarray(part))
+  return {layer: {kind: segment_lengths(np.concatenate(parts), chunk_size)
+                  for kind, parts in zip(("writes", "reads"), pair)}
+          for layer, pair in ids.items()}

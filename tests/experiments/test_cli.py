@@ -64,6 +64,15 @@ def test_describe_prints_counts(run_cli):
   assert result["flops_per_token"]["total"] > 0
 
 
+def test_describe_measures_slot_reuse_of_sdm_layers(run_cli):
+  result = last_json(run_cli("describe", "--config=experiments/configs/sdm_tiny.py",
+                             "--slot_reuse_sequences=1", "--slot_reuse_chunk=8"))
+  (layer,) = result["slot_reuse"].values()
+  for kind in ("writes", "reads"):
+    assert 0 < layer[kind]["unique_fraction"] <= 1 <= layer[kind]["mean_segment"]
+    assert layer[kind]["max_segment"] >= layer[kind]["mean_segment"]
+
+
 def test_unknown_config_lists_the_known_ones(run_cli_process):
   out = run_cli_process("train", "--config=experiments/configs/nope.py")
   assert out.returncode != 0

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from sdm_jax.data.recall_tasks import check_task
-from sdm_jax.evaluation.slot_usage import read_write_overlap, trained_m0_rows, written_slots
+from sdm_jax.evaluation.slot_usage import (chunk_reuse, read_write_overlap, segment_lengths,
+                                           trained_m0_rows, written_slots)
 from sdm_jax.layers.sparse_delta_memory import addressing
 from sdm_jax.models.config import LMConfig
 from sdm_jax.models.lm import LM
@@ -104,3 +105,33 @@ def test_training_moves_m0_rows_unless_m0_is_frozen(tmp_path, multiplier):
     assert fraction == 0.0
   else:  # 3 steps of 4 x 12 tokens x 5 addressed slots cannot touch all 128 rows
     assert 0 < fraction < 1
+
+
+def test_segment_lengths_count_slots_shared_within_a_chunk():
+  # One sequence, one head, chunks of 2 tokens of 2 slots: chunk 0 writes {1, 2} and {2, 3}
+  # (slot 2 twice), chunk 1 {4, 5} twice; the fifth token is cut (no whole chunk).
+  ids = np.array([[1, 2], [2, 3], [4, 5], [4, 5], [6, 7]])[None, :, None, :]
+  stats = segment_lengths(ids, 2)
+  assert stats["unique_fraction"] == pytest.approx((3 + 2) / 8)
+  # entries' segment lengths: 1, 2, 2, 1 and 2, 2, 2, 2
+  assert stats["mean_segment"] == pytest.approx(14 / 8)
+  assert stats["max_segment"] == pytest.approx(2.0)
+  with pytest.raises(ValueError, match="chunk_size"):
+    segment_lengths(ids, 6)
+
+
+def test_chunk_reuse_measures_the_writes_and_reads_of_every_sdm_layer():
+  model = LM(MODEL)
+  params = init_function(model, 12)(jax.random.PRNGKey(1))
+  tokens = np.random.default_rng(0).integers(0, 32, size=(3, 12)).astype(np.int32)
+  reuse = chunk_reuse(model, params, tokens, chunk_size=4, batch_size=2)
+  assert set(reuse) == {"layer_1_M"} and set(reuse["layer_1_M"]) == {"writes", "reads"}
+  block = model.apply(params, tokens, capture_intermediates=True,
+                      mutable=["intermediates"])[1]["intermediates"]["block_1"]
+  for kind, projection, count in (("writes", "key_proj", 3), ("reads", "query_proj", 2)):
+    scores = block["mixer"][projection]["__call__"][0]
+    ids, _ = addressing(scores.reshape(3, 12, MODEL.sdm_heads, -1), count, "xla")
+    assert reuse["layer_1_M"][kind] == pytest.approx(segment_lengths(np.asarray(ids), 4))
+    assert reuse["layer_1_M"][kind]["mean_segment"] >= 1
+  with pytest.raises(ValueError, match="inputs must be int32 \\[n, T\\]"):
+    chunk_reuse(model, params, tokens[0], chunk_size=4, batch_size=2)
