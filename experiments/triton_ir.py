@@ -195,7 +195,8 @@ def main(argv):
                             key_dim=_KEY_DIM.value, value_dim=_VALUE_DIM.value,
                             chunk_size=_CHUNK.value, config=config)
   else:
-    config = tiling.parse_tiling(_TILING.value, topk_pallas.KernelConfig())
+    config = tiling.parse_tiling(_TILING.value,
+                                 topk_pallas.default_config(_TOPK_SUB_KEYS.value))
     modules = topk_kernel_ir(rows=_TOPK_ROWS.value, sub_keys=_TOPK_SUB_KEYS.value,
                              k=_TOPK_K.value, config=config)
   os.makedirs(_OUT_DIR.value, exist_ok=True)

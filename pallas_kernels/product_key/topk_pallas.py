@@ -65,13 +65,28 @@ class KernelConfig(NamedTuple):
 
   Defaults: the fastest of 14 configs on one H200 at 65,536 rows, S = 512, k = 32 (0.62 ms
   forward; one row per program with whole-half scans, the previous default, 1.17 ms;
-  WORKSPACE.md, issue 12).
+  WORKSPACE.md, issue 12). For S <= 128 `default_config` takes whole-half scans.
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
   half_select: str = "groups"  # "scan" | "groups" (module docstring, step 1)
   group_size: int = 16        # "groups": entries per group of a half
   pick: str = "max_min"       # "max_min" | "argmax": how a half's round finds its pick
+
+
+# At or below this many sub-keys per half, whole-half scans beat the groups' tournament:
+# 1.16 / 1.18 ms fwd / fwd+bwd against 1.45-1.60 / 1.56-1.58 ms at 65,536 rows, S = 128,
+# k = 64 (`sdm_small`'s shape) on the H200; with S / 16 = 8 groups a round's reload of the
+# winner's group costs more than it saves (WORKSPACE.md, issue 12, session 26). Groups stay
+# at S = 512 (0.62 against 1.16 ms, k = 32).
+SCAN_MAX_SUB_KEYS = 128
+
+
+def default_config(sub_keys: int) -> KernelConfig:
+  """The tiling `product_key_topk` takes for S = sub_keys when given none."""
+  if sub_keys <= SCAN_MAX_SUB_KEYS:
+    return KernelConfig(half_select="scan")
+  return KernelConfig()
 
 
 def check_config(config: KernelConfig) -> None:
@@ -372,14 +387,14 @@ _topk.defvjp(_topk_fwd, _topk_bwd)
 def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None = None,
                      interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
   """scores [..., 2S] -> (idx [..., k] int32, logits [..., k] in scores' dtype); the
-  contract of `topk_xla.product_key_topk`. config: `KernelConfig()` when None (results do
-  not depend on it). interpret: default unless on a GPU."""
-  config = KernelConfig() if config is None else config
+  contract of `topk_xla.product_key_topk`. config: `default_config(S)` when None (results
+  do not depend on it). interpret: default unless on a GPU."""
+  config = default_config(scores.shape[-1] // 2) if config is None else config
   check_config(config)
   if interpret is None:
     interpret = not platform.on_gpu()
   return _topk(scores, k, config, interpret)
 
 
-__all__ = ["HALF_SELECTS", "KernelConfig", "PICKS", "candidate_parts", "check_config",
-           "ordered_key", "product_key_topk"]
+__all__ = ["HALF_SELECTS", "KernelConfig", "PICKS", "SCAN_MAX_SUB_KEYS", "candidate_parts",
+           "check_config", "default_config", "ordered_key", "product_key_topk"]
