@@ -23,6 +23,8 @@ class ChunkIds(NamedTuple):
   #                         ties by token: the sort phase 1 made, reused by the kernels' layout
   read_order: jax.Array   # [..., C * R] token-major read entries (t * R + j) sorted by slot,
   #                         ties by token (phase 1's pair-weight kernel and phase 2's layout)
+  read_pos: jax.Array     # [..., C, R] position of each read id in `slots`, U if the chunk
+  #                         does not write it
 
 
 class ChunkCoefs(NamedTuple):

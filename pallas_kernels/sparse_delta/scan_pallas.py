@@ -24,6 +24,10 @@ chunk's writes to recover the rows the chunk read, the read-rows kernel loads ea
 from the snapshot of the next chunk that wrote its slot (a per-slot index, `next_write`,
 that the written-rows kernel keeps), or from the final table if none did. That saves the
 restores' stores and a copy of the table (3% of phase 2 on the H200).
+`KernelConfig.backward_rows="union"` runs the written-rows and read-rows kernels as one
+launch over the union of the chunk's written and read slots (a slot both written and read
+is loaded and stored once); built in session 26 and not yet timed on a GPU, so not the
+default (WORKSPACE.md).
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
@@ -91,6 +95,10 @@ class KernelConfig(NamedTuple):
   # Phase 2 fwd+bwd at layer B's shapes on the H200: none 14.01-14.24 ms, stream
   # 13.64-13.81, stream_keep 13.40-13.81 (WORKSPACE.md, session 23).
   l2_hints: str = "stream_keep"
+  # How the backward walks a chunk's rows: "separate" (the written-rows kernel, then the
+  # read-rows kernel) or "union" (one launch over write row tiles and read row tiles, the
+  # slots both written and read handled by the write tiles: `_bwd_union_kernel`).
+  backward_rows: str = "separate"
 
 
 # KernelConfig.l2_hints -> the eviction policy of each role of a row load or store: "once"
@@ -101,6 +109,9 @@ L2_HINTS = {
     "stream": {"once": "evict_first"},
     "stream_keep": {"once": "evict_first", "again": "evict_last", "last": "evict_first"},
 }
+
+
+BACKWARD_ROWS = ("separate", "union")
 
 
 def _eviction(config: KernelConfig, role: str) -> str | None:
@@ -132,6 +143,9 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
   check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
+  if config.backward_rows not in BACKWARD_ROWS:
+    raise ValueError(f"KernelConfig.backward_rows must be one of {BACKWARD_ROWS}, got "
+                     f"{config.backward_rows!r}")
   if config.l2_hints not in L2_HINTS:
     raise ValueError(f"KernelConfig.l2_hints must be one of {tuple(L2_HINTS)}, "
                      f"got {config.l2_hints!r}")
@@ -207,25 +221,29 @@ def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
                  mask=mask, eviction_policy=eviction_policy)
 
 
-def _row_tile_sums(r, prefix, lead, tile_index, config, contribution, initial):
-  """Per row i of tile `tile_index` of chunk `lead` = (c, bh), `initial[i]` plus the sum
-  over its segment of slot-sorted entries [row_begin[i], row_begin[i + 1]), in float32:
-  at step k every row adds its segment's k-th entry, for as many steps as the tile's
-  longest segment. (Summing onto `initial` keeps one [row_tile, BD] array live across the
-  loop instead of two.)
+def _row_tile_sums(r, lead, tile_index, config, contribution, initial):
+  """Per write row i of tile `tile_index` of chunk `lead` = (c, bh), `initial[i]` plus the
+  sum over its segment of slot-sorted write entries [row_begin[i], row_begin[i + 1]) in
+  float32 (`_segment_sums`). Returns [row_tile, BD]."""
+  rows = config.row_tile
+  first_row = tile_index * rows
+  begin = r["row_begin"][(*lead, pl.ds(first_row, rows))]
+  end = r["row_begin"][(*lead, pl.ds(first_row + 1, rows))]
+  return _segment_sums(begin, end, r["entry_token"].shape[-1], contribution, initial)
+
+
+def _segment_sums(begin, end, num_entries, contribution, initial):
+  """`initial[i]` plus the sum over entries [begin[i], end[i]) of `contribution`, for rows
+  i of a tile (begin, end [rows]), in float32: at step k every row adds its segment's k-th
+  entry, for as many steps as the tile's longest segment. (Summing onto `initial` keeps one
+  [rows, BD] array live across the loop instead of two.)
 
   `contribution(entries, valid, store_at)` returns one [BD] row per row of the tile, for
   entries[i] in row i's segment. `entries` are clamped in bounds (for unmasked loads);
   `store_at` puts invalid lanes out of bounds, so masked per-entry stores never alias a
   valid lane (in interpret mode a masked store writes back the old value, and
-  out-of-bounds writes drop). Returns [row_tile, BD].
+  out-of-bounds writes drop). Returns [rows, BD].
   """
-  rows = config.row_tile
-  first_row = tile_index * rows
-  num_entries = r[prefix + "entry_token"].shape[-1]
-  begin = r[prefix + "row_begin"][(*lead, pl.ds(first_row, rows))]
-  end = r[prefix + "row_begin"][(*lead, pl.ds(first_row + 1, rows))]
-
   def depth(k, acc):
     entries = begin + k
     valid = entries < end
@@ -255,9 +273,24 @@ class _RowTile(NamedTuple):
   valid: jax.Array     # [row_tile] rows that hold a slot
 
 
-def _row_tile(r, row_slot_name, dims: _Dims, config: KernelConfig) -> _RowTile:
-  c, bh, cols0, cols = _program(r, config.block_cols)
-  tile = pl.program_id(1)
+class _Grid(NamedTuple):
+  """A row-tile program's coordinates (sequence x head, row tile, column slab), read once at
+  the kernel's top level: interpret mode replaces `pl.program_id` there, not inside the
+  branches of `pl.when`."""
+  bh: jax.Array
+  tile: jax.Array
+  slab: jax.Array
+
+  @staticmethod
+  def of_program() -> "_Grid":
+    return _Grid(pl.program_id(0), pl.program_id(1), pl.program_id(2))
+
+
+def _row_tile(r, row_slot_name, dims: _Dims, config: KernelConfig, grid: _Grid) -> _RowTile:
+  """The row tile `grid.tile` of slab `grid.slab` of chunk r["chunk"][0]."""
+  c, bh, tile, block = r["chunk"][0], grid.bh, grid.tile, config.block_cols
+  cols0 = pl.multiple_of(grid.slab * block, block)
+  cols = cols0 + jnp.arange(block, dtype=jnp.int32)
   first = pl.multiple_of(tile * config.row_tile, config.row_tile)
   row_slot = r[row_slot_name][c, bh, pl.ds(first, config.row_tile)]
   return _RowTile(c, bh, cols0, cols, tile, first, row_slot, row_slot < dims.num_slots)
@@ -316,7 +349,8 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   r = dict(zip(names, refs))
   del interpret
   rows, block = config.row_tile, config.block_cols
-  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
+  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(
+      r, "row_slot", dims, config, _Grid.of_program())
   here = (c, bh)
   table = r["table_out"]
   written = gather_rows(table, (bh,), row_slot, cols, valid)
@@ -331,7 +365,7 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   decay = r["row_decay"][c, bh, pl.ds(first, rows)]
-  new_rows = _row_tile_sums(r, "", here, tile_index, config, update,
+  new_rows = _row_tile_sums(r, here, tile_index, config, update,
                             decay[:, None] * written)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
 
@@ -379,11 +413,66 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   chunk's start: d_start[s] = E[s] d_end[s] (+ sum_{u writes s} wc[u,s] d_r0[u], shared
   form), and records in `next_write` that this chunk's snapshot holds their rows as this
   and every earlier chunk back to their previous writer found them."""
-  r = dict(zip(names, refs))
   del interpret
+  _written_rows(dict(zip(names, refs)), dims, config, _Grid.of_program(), with_reads=False)
+
+
+def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
+                     interpret: bool):
+  """grid (B*H, read row tiles, slabs): d_table[s] += sum_{t reads s} rc[t,s] d_out[t] and
+  the read coefficients' gradient M[s] . d_out[t], with M[s] as the chunk found it: the
+  snapshot of the next chunk (this one or a later one) that wrote s, or the final table if
+  none did (`next_write`)."""
+  del interpret
+  _read_rows(dict(zip(names, refs)), dims, config, _Grid.of_program(), unwritten_only=False)
+
+
+def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, write row tiles + read row tiles, slabs): the two kernels above in one
+  launch over the union of the chunk's written and read slots (`KernelConfig.backward_rows`
+  "union"). A write tile also sums the read cotangents of its rows that the chunk reads (as
+  the chunk found them, they are the snapshot rows it has just loaded); a read tile takes
+  the read rows the chunk does not write. So a slot both written and read is loaded and
+  stored once, and the chunk's backward is one launch fewer."""
+  del interpret
+  r = dict(zip(names, refs))
+  write_tiles = dims.write_rows // config.row_tile
+  grid = _Grid.of_program()
+
+  @pl.when(grid.tile < write_tiles)
+  def _():
+    _written_rows(r, dims, config, grid, with_reads=True)
+
+  @pl.when(grid.tile >= write_tiles)
+  def _():
+    _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles),
+               unwritten_only=True)
+
+
+def _read_cotangent(r, here, slab, cols, table_rows):
+  """The read entries' `_segment_sums` contribution for rows whose table rows (as the
+  chunk found them) are `table_rows` [rows, BD]: rc d_out[t], storing the read
+  coefficients' gradient table_row . d_out[t] (this slab's part) per entry."""
+  c, bh = here
+
+  def contribution(entries, entry_valid, store_at):
+    token = r["read_entry_token"][c, bh, entries]
+    d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
+    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
+                   jnp.sum(table_rows * d_out, axis=1), mask=entry_valid)
+    return r["read_entry_coef"][c, bh, entries][:, None] * d_out
+
+  return contribution
+
+
+def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_reads: bool):
+  """The written-rows kernel's work for write row tile `grid.tile` (see
+  `_bwd_written_kernel`); with_reads: also the read cotangents of the rows the chunk reads
+  (`write_read_row`)."""
   rows, block = config.row_tile, config.block_cols
-  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims, config)
-  here, slab = (c, bh), pl.program_id(2)
+  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims,
+                                                                     config, grid)
+  here, slab = (c, bh), grid.slab
   written = pltriton.load(r["snapshot"].at[c, bh, pl.ds(first, rows), pl.ds(cols0, block)],
                           eviction_policy=_eviction(config, "once"))
   snapshot_row = ((c * dims.batch_heads + bh) * dims.write_rows + first
@@ -404,21 +493,26 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
                      jnp.sum(written * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = _row_tile_sums(r, "", here, tile_index, config, start_estimate,
-                             d_start)
+    d_start = _row_tile_sums(r, here, tile_index, config, start_estimate, d_start)
+  if with_reads:
+    read_row = r["write_read_row"][c, bh, pl.ds(first, rows)]  # -1: the chunk does not read s
+    has_reads = valid & (read_row >= 0)
+    at = jnp.where(has_reads, read_row, 0)
+    begin = jnp.where(has_reads, r["read_row_begin"][c, bh, at], 0)
+    end = jnp.where(has_reads, r["read_row_begin"][c, bh, at + 1], 0)
+    d_start = _segment_sums(begin, end, r["read_entry_token"].shape[-1],
+                            _read_cotangent(r, here, slab, cols, written), d_start)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid, _eviction(config, "last"))
 
 
-def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
-                     interpret: bool):
-  """grid (B*H, read row tiles, slabs): d_table[s] += sum_{t reads s} rc[t,s] d_out[t] and
-  the read coefficients' gradient M[s] . d_out[t], with M[s] as the chunk found it: the
-  snapshot of the next chunk (this one or a later one) that wrote s, or the final table if
-  none did (`next_write`)."""
-  r = dict(zip(names, refs))
-  del interpret
-  c, bh, _, cols, tile_index, _, row_slot, valid = _row_tile(r, "read_row_slot", dims, config)
-  here, slab = (c, bh), pl.program_id(2)
+def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, unwritten_only: bool):
+  """The read-rows kernel's work for read row tile `grid.tile` (see `_bwd_read_kernel`);
+  unwritten_only: skip the rows of slots the chunk also writes (`read_write_row`)."""
+  c, bh, _, cols, _, first, row_slot, valid = _row_tile(r, "read_row_slot", dims, config,
+                                                         grid)
+  here, slab = (c, bh), grid.slab
+  if unwritten_only:
+    valid = valid & (r["read_write_row"][c, bh, pl.ds(first, config.row_tile)] < 0)
 
   # Each entry's table row is its row's: loaded once for the tile.
   once = _eviction(config, "once")
@@ -427,19 +521,15 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   tile_rows = (gather_rows(r["snapshot_rows"], (), jnp.where(kept, kept_at, 0), cols, kept,
                            once)
                + gather_rows(r["final_table"], (bh,), row_slot, cols, valid & ~kept, once))
-
-  def read_cotangent(entries, entry_valid, store_at):
-    token = r["read_entry_token"][c, bh, entries]
-    d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
-    pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
-                   jnp.sum(tile_rows * d_out, axis=1), mask=entry_valid)
-    return r["read_entry_coef"][c, bh, entries][:, None] * d_out
-
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
+  begin = r["read_row_begin"][c, bh, pl.ds(first, config.row_tile)]
+  end = r["read_row_begin"][c, bh, pl.ds(first + 1, config.row_tile)]
+  if unwritten_only:
+    end = jnp.where(valid, end, begin)  # the skipped rows' entries are a write tile's
   _scatter(d_table, (bh,), row_slot, cols,
-           _row_tile_sums(r, "read_", here, tile_index, config, read_cotangent,
-                          current), valid)
+           _segment_sums(begin, end, r["read_entry_token"].shape[-1],
+                         _read_cotangent(r, here, slab, cols, tile_rows), current), valid)
 
 
 # ------------------------------------------------------------------------------ host side
@@ -553,7 +643,33 @@ def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelCo
             read_row_begin=reads.row_begin, read_row_slot=reads.row_slot,
             read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,
                                     dims.reads))
+  if config.backward_rows == "union":
+    xs.update(_union_rows(_chunk_major(ids.read_pos), reads, dims, ids.slots.shape[-1]))
   return xs, reads
+
+
+def _union_rows(read_pos, reads: layout.EntryLayout, dims: _Dims, unwritten: int):
+  """What `_bwd_union_kernel` needs to split the slots both written and read between its
+  tiles: read_write_row [n, BH, read rows] (the slot's write row, -1 if the chunk does not
+  write it) and write_read_row [n, BH, write rows] (the slot's read row, -1 if not read).
+  read_pos [n, BH, C, R]: each read's write row, `unwritten` (U) if none."""
+  padded = layout.pad_entries(read_pos.astype(jnp.int32), dims.reads, unwritten)
+
+  def one(pos, order, row_begin, row_slot):
+    first = jnp.minimum(row_begin[:-1], order.shape[0] - 1)  # each read row's first entry
+    write_row = pos.reshape(-1)[order[first]]
+    write_row = jnp.where((row_slot < dims.num_slots) & (write_row < unwritten), write_row, -1)
+    read_row = jnp.arange(write_row.shape[0], dtype=jnp.int32)
+    write_read_row = jnp.full((dims.write_rows,), -1, jnp.int32).at[
+        jnp.where(write_row >= 0, write_row, dims.write_rows)].set(read_row, mode="drop")
+    return write_row, write_read_row
+
+  lead = padded.shape[:2]
+  flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+  read_write_row, write_read_row = jax.vmap(one)(
+      flat(padded), flat(reads.order), flat(reads.row_begin), flat(reads.row_slot))
+  return dict(read_write_row=read_write_row.reshape(*lead, -1),
+              write_read_row=write_read_row.reshape(*lead, -1))
 
 
 def _pick(xs, *names):
@@ -629,17 +745,27 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
         xs, "entry_token", "row_begin", "entry_write_coef"))
   written_out = dict(next_write=next_write, d_table=d_table,
                      **_pick(grads, *written_stacked))
-  written = _call(_bwd_written_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
-                  written_in, written_out, aliases=tuple(written_out), **kw)
-  grads = dict(grads, **_pick(written, *written_stacked))
+  read_names = ("final_table", "snapshot_rows", "d_out", "read_entry_token", "read_row_begin",
+                "read_entry_coef", "read_row_slot")
+  write_tiles = dims.write_rows // config.row_tile
+  read_tiles = dims.read_rows // config.row_tile
+  if config.backward_rows == "union":
+    union_in = dict(written_in, d_entry_read_coef=grads["d_entry_read_coef"],
+                    **_pick(xs, *read_names, "write_read_row", "read_write_row"))
+    union_out = dict(written_out, d_entry_read_coef=grads["d_entry_read_coef"])
+    union = _call(_bwd_union_kernel, (bh, write_tiles + read_tiles, slabs), c, union_in,
+                  union_out, aliases=tuple(union_out), **kw)
+    grads = dict(grads, **_pick(union, *written_stacked, "d_entry_read_coef"))
+    return (union["next_write"], union["d_table"], grads), None
 
+  written = _call(_bwd_written_kernel, (bh, write_tiles, slabs), c, written_in, written_out,
+                  aliases=tuple(written_out), **kw)
+  grads = dict(grads, **_pick(written, *written_stacked))
   read_in = dict(next_write=written["next_write"], d_table=written["d_table"],
-                 d_entry_read_coef=grads["d_entry_read_coef"],
-                 **_pick(xs, "final_table", "snapshot_rows", "d_out", "read_entry_token",
-                         "read_row_begin", "read_entry_coef", "read_row_slot"))
+                 d_entry_read_coef=grads["d_entry_read_coef"], **_pick(xs, *read_names))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
-  read = _call(_bwd_read_kernel, (bh, dims.read_rows // config.row_tile, slabs), c, read_in,
-               read_out, aliases=tuple(read_out), **kw)
+  read = _call(_bwd_read_kernel, (bh, read_tiles, slabs), c, read_in, read_out,
+               aliases=tuple(read_out), **kw)
   grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
   return (written["next_write"], read["d_table"], grads), None
 
@@ -768,5 +894,5 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   return _scan(memory, plan.coefs, plan.ids, config, interpret)
 
 
-__all__ = ["KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config", "default_config",
-           "kernel_limits", "scan_chunks"]
+__all__ = ["BACKWARD_ROWS", "KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
+           "default_config", "kernel_limits", "scan_chunks"]

@@ -70,7 +70,6 @@ _MIN_LOG_RETENTION = -80.0
 
 class _EntryIds(NamedTuple):
   """What one chunk's sort gives beside its `ChunkIds`."""
-  read_pos: jax.Array     # [C, R] each read's row among the unique written slots, U if none
   read_writer: jax.Array  # [C, R] the read's slot's last write at or before its token:
   #                         its index among the slot-sorted writes, -1 if none
   write_rows: jax.Array   # [C * W] the row of each slot-sorted write (nondecreasing)
@@ -133,8 +132,9 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
       jnp.where(is_read, order - num_unique, read_ids.size)].set(x, mode="drop").reshape(
           read_idx.shape)
   row_begin = layout.tile_starts(position, num_unique + 1, 1)
-  ids = ChunkIds(slots, write_pos, read_idx, write_order, read_order)
-  return ids, _EntryIds(unsort_reads(row), unsort_reads(writer), position, row_begin)
+  read_pos = unsort_reads(row)
+  ids = ChunkIds(slots, write_pos, read_idx, write_order, read_order, read_pos)
+  return ids, _EntryIds(unsort_reads(writer), position, row_begin)
 
 
 def _log_decay(write_w, beta, g, *, error):
@@ -251,7 +251,7 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
       token=ids.write_order // num_writes,
       key=jnp.take_along_axis(flat(write_w), ids.write_order, axis=-1), cum_log=cum_log)
   pair = functools.partial(pair_weights.pair_weights, segments=segments, impl=pair_impl)
-  qk = pair(entry_ids.read_pos, read_w, read_log, order=ids.read_order, strict=False)
+  qk = pair(ids.read_pos, read_w, read_log, order=ids.read_order, strict=False)
   attn = None
   if error == "shared":
     attn = pair(ids.write_pos, write_w, write_log, order=ids.write_order, strict=True)

@@ -85,14 +85,16 @@ def _xla_scan(memory, plan, *, error):
 
 
 @interpret_on_cpu
+@pytest.mark.parametrize("backward_rows", scan_pallas.BACKWARD_ROWS)
 @pytest.mark.parametrize("error,shared_memory", [
     ("shared", False), ("shared", True), ("per_slot", False)])
-def test_kernel_matches_xla_twin(error, shared_memory):
-  # N = 40 slots for 3 writes x 32 tokens: every slot is written several times per chunk.
+def test_kernel_matches_xla_twin(error, shared_memory, backward_rows):
+  # N = 40 slots for 3 writes x 32 tokens: every slot is written several times per chunk,
+  # and most slots a chunk reads it also writes (the union backward's shared rows).
   memory, plan = _plan(1, error=error, shared_memory=shared_memory, batch=2, seq_len=32,
                        heads=2, num_slots=40, value_dim=32, writes=3, reads=5)
-  kernel = functools.partial(scan_pallas.scan_chunks, error=error,
-                             config=SMALL, interpret=True)
+  kernel = functools.partial(scan_pallas.scan_chunks, error=error, interpret=True,
+                             config=SMALL._replace(backward_rows=backward_rows))
   xla = functools.partial(_xla_scan, error=error)
   _compare(_outputs_and_grads(kernel, memory, plan, 2),
            _outputs_and_grads(xla, memory, plan, 2), 1e-5)
@@ -113,29 +115,34 @@ def test_kernel_with_a_bfloat16_table_matches_the_twin():
 
 
 @interpret_on_cpu
-@pytest.mark.parametrize("l2_hints", list(scan_pallas.L2_HINTS))
-def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(l2_hints):
+@pytest.mark.parametrize("l2_hints,backward_rows", [
+    *((hints, "separate") for hints in scan_pallas.L2_HINTS), ("none", "union")])
+def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(l2_hints,
+                                                                          backward_rows):
   """Head 1 of `random_inputs` writes the same W slots at every token: each slot's segment
   holds C = 32 entries, deeper than the row tile, beside rows of one entry. (The L2 hints
   change where rows sit in the cache, never what is loaded.)"""
   memory, plan = _plan(5, error="shared", batch=1, seq_len=32, heads=2, num_slots=24,
                        value_dim=16, writes=4, reads=4, chunk_size=32)
-  kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
-                             config=SMALL._replace(l2_hints=l2_hints), interpret=True)
+  kernel = functools.partial(
+      scan_pallas.scan_chunks, error="shared", interpret=True,
+      config=SMALL._replace(l2_hints=l2_hints, backward_rows=backward_rows))
   xla = functools.partial(_xla_scan, error="shared")
   _compare(_outputs_and_grads(kernel, memory, plan, 6),
            _outputs_and_grads(xla, memory, plan, 6), 1e-5)
 
 
 @interpret_on_cpu
-def test_an_unrolled_scan_over_three_chunks_matches_the_twin():
+@pytest.mark.parametrize("backward_rows", scan_pallas.BACKWARD_ROWS)
+def test_an_unrolled_scan_over_three_chunks_matches_the_twin(backward_rows):
   """scan_unroll=2 over 3 chunks: an unrolled pair and a remainder, forward and backward.
   48 writes per chunk into 40 slots: the backward's read rows come from the same chunk's
   snapshot, a later chunk's or the final table."""
   memory, plan = _plan(9, error="shared", batch=1, seq_len=48, heads=2, num_slots=40,
                        value_dim=16, writes=3, reads=3)
-  kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
-                             config=SMALL._replace(scan_unroll=2), interpret=True)
+  kernel = functools.partial(
+      scan_pallas.scan_chunks, error="shared", interpret=True,
+      config=SMALL._replace(scan_unroll=2, backward_rows=backward_rows))
   xla = functools.partial(_xla_scan, error="shared")
   _compare(_outputs_and_grads(kernel, memory, plan, 10),
            _outputs_and_grads(xla, memory, plan, 10), 1e-5)
@@ -160,6 +167,7 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(scan_unroll=0), "scan_unroll must be an int >= 1"),
     (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
     (dict(l2_hints="keep"), "l2_hints must be one of"),
+    (dict(backward_rows="merged"), "backward_rows must be one of"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
@@ -179,7 +187,9 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("shared", jnp.float32, dict(scan_unroll=1)),
     ("shared", jnp.bfloat16, dict(scan_unroll=3)),
     ("shared", jnp.bfloat16, dict(l2_hints="none")),
-    ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream"))])
+    ("shared", jnp.bfloat16, dict(backward_rows="union")),
+    ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream")),
+    ("per_slot", jnp.float32, dict(backward_rows="union"))])
 def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
   # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs; the
   # float32 tables' scans not unrolled, the bf16 table's by 3 (two iterations and a

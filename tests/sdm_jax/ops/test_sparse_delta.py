@@ -464,8 +464,9 @@ def test_plan_gradients_are_the_same_with_the_pair_weight_kernel(error):
 
 def test_plan_ids_are_numpys_unique_and_stable_sort():
   """Phase 1's integer plan per chunk: the sorted unique written slots (then distinct
-  out-of-range padding ids), each write's position among them, and the stable slot order
-  of the write and read entries that the kernels' layouts reuse."""
+  out-of-range padding ids), each write's and each read's position among them (U for a
+  read of a slot the chunk does not write), and the stable slot order of the write and
+  read entries that the kernels' layouts reuse."""
   args = random_inputs(19, seq_len=20)
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
   num_slots = inputs.memory.shape[-2]
@@ -490,6 +491,10 @@ def test_plan_ids_are_numpys_unique_and_stable_sort():
     np.testing.assert_array_equal(
         np.asarray(ids.read_order[b, h, c]),
         np.argsort(np.asarray(ids.read_idx[b, h, c]).reshape(-1), kind="stable"))
+    read_idx = np.asarray(ids.read_idx[b, h, c])
+    found = np.searchsorted(unique, read_idx).clip(max=len(unique) - 1)
+    np.testing.assert_array_equal(np.asarray(ids.read_pos[b, h, c]),
+                                  np.where(unique[found] == read_idx, found, tokens.size))
 
 
 def test_segment_sums_stay_within_their_segments():
@@ -519,7 +524,7 @@ def test_plan_ids_sort_by_two_keys_when_one_would_overflow():
     return jax.tree.map(np.asarray, plan.ids)
 
   one_key, two_keys = ids(small), ids(large)
-  for name in ("write_pos", "write_order", "read_order"):
+  for name in ("write_pos", "write_order", "read_order", "read_pos"):
     np.testing.assert_array_equal(getattr(two_keys, name), getattr(one_key, name))
   real = one_key.slots < small
   np.testing.assert_array_equal(two_keys.slots[real], one_key.slots[real])
