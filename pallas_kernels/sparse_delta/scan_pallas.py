@@ -254,11 +254,15 @@ def _segment_sums(begin, end, num_entries, contribution, initial):
   return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
 
 
+def _slab_columns(slab, block):
+  """(cols0, cols [block]) of column slab `slab`."""
+  cols0 = pl.multiple_of(slab * block, block)
+  return cols0, cols0 + jnp.arange(block, dtype=jnp.int32)
+
+
 def _program(r, block):
   """(chunk, sequence x head, cols0, cols) of this program; column slab = program_id(2)."""
-  c = r["chunk"][0]
-  cols0 = pl.multiple_of(pl.program_id(2) * block, block)
-  return c, pl.program_id(0), cols0, cols0 + jnp.arange(block, dtype=jnp.int32)
+  return r["chunk"][0], pl.program_id(0), *_slab_columns(pl.program_id(2), block)
 
 
 class _RowTile(NamedTuple):
@@ -288,9 +292,8 @@ class _Grid(NamedTuple):
 
 def _row_tile(r, row_slot_name, dims: _Dims, config: KernelConfig, grid: _Grid) -> _RowTile:
   """The row tile `grid.tile` of slab `grid.slab` of chunk r["chunk"][0]."""
-  c, bh, tile, block = r["chunk"][0], grid.bh, grid.tile, config.block_cols
-  cols0 = pl.multiple_of(grid.slab * block, block)
-  cols = cols0 + jnp.arange(block, dtype=jnp.int32)
+  c, bh, tile = r["chunk"][0], grid.bh, grid.tile
+  cols0, cols = _slab_columns(grid.slab, config.block_cols)
   first = pl.multiple_of(tile * config.row_tile, config.row_tile)
   row_slot = r[row_slot_name][c, bh, pl.ds(first, config.row_tile)]
   return _RowTile(c, bh, cols0, cols, tile, first, row_slot, row_slot < dims.num_slots)

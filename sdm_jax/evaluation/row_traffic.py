@@ -53,16 +53,15 @@ def _kernel(chunk_ref, rows_ref, source_ref, dest_in_ref, dest_ref, *, mode: str
   cols0 = pl.program_id(2) * block_cols
   cols = cols0 + jnp.arange(block_cols, dtype=jnp.int32)
   lines, slab = pl.ds(first, block_rows), pl.ds(cols0, block_cols)
+  stacked = (c, g, lines, slab)  # the tile's place in an [n, G, M, D] buffer
+  if mode == "copy":
+    pltriton.store(dest_ref.at[stacked], pltriton.load(source_ref.at[stacked]))
+    return
+  in_table = (g, rows_ref[c, g, lines][:, None], cols[None, :])  # its rows of a [G, N, D] table
   if mode == "gather":
-    rows = rows_ref[c, g, lines]
-    tile = pltriton.load(source_ref.at[g, rows[:, None], cols[None, :]])
-    pltriton.store(dest_ref.at[c, g, lines, slab], tile)
-  elif mode == "scatter":
-    rows = rows_ref[c, g, lines]
-    tile = pltriton.load(source_ref.at[c, g, lines, slab])
-    pltriton.store(dest_ref.at[g, rows[:, None], cols[None, :]], tile)
+    pltriton.store(dest_ref.at[stacked], pltriton.load(source_ref.at[in_table]))
   else:
-    pltriton.store(dest_ref.at[c, g, lines, slab], pltriton.load(source_ref.at[c, g, lines, slab]))
+    pltriton.store(dest_ref.at[in_table], pltriton.load(source_ref.at[stacked]))
 
 
 def move_rows(rows, source, dest, chunk=None, *, mode: str, block_rows: int, block_cols: int,
