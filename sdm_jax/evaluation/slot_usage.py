@@ -52,14 +52,40 @@ def _captures(*projections: str):
   return is_captured
 
 
-def _slot_ids(block, projection: str, count: int, config) -> jax.Array:
-  """The slots [B, T, H, count] the layer's `addressing` picks from the captured outputs of
-  its `projection` (key_proj: writes, query_proj: reads) in a block's intermediates."""
-  scores = block["mixer"][projection]["__call__"][0]
-  batch, length, _ = scores.shape
-  ids, _ = addressing(scores.reshape(batch, length, config.sdm_heads, -1), count,
-                      config.sdm_topk_impl)
-  return ids
+_ADDRESSING = {"writes": (_KEY_PROJECTION, "sdm_writes"),
+               "reads": (_QUERY_PROJECTION, "sdm_reads")}
+
+
+def _slot_ids_by_layer(model: LM, params: Any, tokens: jax.Array, kinds: tuple[str, ...]
+                       ) -> dict[str, dict[str, jax.Array]]:
+  """{"layer_<i>_M": {kind: slots [B, T, H, count]}} for kind in `kinds` ("writes": the
+  key projection's top-W, "reads": the query projection's top-R), recomputed with the
+  layer's own `addressing` from the projections captured in one forward pass. Traceable:
+  call it inside jit."""
+  config = model.config
+  projections = tuple(_ADDRESSING[kind][0] for kind in kinds)
+  _, captured = model.apply(params, tokens, capture_intermediates=_captures(*projections),
+                            mutable=["intermediates"])
+  result = {}
+  for block_name, block in captured.get("intermediates", {}).items():
+    result[_layer_name(block_name)] = {}
+    for kind in kinds:
+      projection, count_field = _ADDRESSING[kind]
+      scores = block["mixer"][projection]["__call__"][0]
+      batch, length, _ = scores.shape
+      ids, _ = addressing(scores.reshape(batch, length, config.sdm_heads, -1),
+                          getattr(config, count_field), config.sdm_topk_impl)
+      result[_layer_name(block_name)][kind] = ids
+  return result
+
+
+def _check_inputs(inputs: np.ndarray, batch_size: int) -> np.ndarray:
+  inputs = np.asarray(inputs)
+  if inputs.ndim != 2 or inputs.shape[0] < 1:
+    raise ValueError(f"inputs must be int32 [n, T] with n >= 1, got shape {inputs.shape}")
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+  return inputs
 
 
 def _marked_slots(model: LM):
@@ -68,16 +94,13 @@ def _marked_slots(model: LM):
   config = model.config
 
   def marks(params, tokens):
-    _, captured = model.apply(params, tokens, capture_intermediates=_captures(_KEY_PROJECTION),
-                              mutable=["intermediates"])
     result = {}
-    for block_name, block in captured.get("intermediates", {}).items():
-      ids = _slot_ids(block, _KEY_PROJECTION, config.sdm_writes, config)  # [B, T, H, W]
+    for layer, slots in _slot_ids_by_layer(model, params, tokens, ("writes",)).items():
+      ids = slots["writes"]                                    # [B, T, H, W]
       ids = jnp.moveaxis(ids, 2, 1).reshape(ids.shape[0], config.sdm_heads, -1)
       written = jax.vmap(jax.vmap(
           lambda row: jnp.zeros(config.sdm_slots, bool).at[row].set(True)))(ids)
-      result[_layer_name(block_name)] = (jnp.sum(written, axis=-1, dtype=jnp.int32),
-                                         jnp.any(written, axis=0))
+      result[layer] = (jnp.sum(written, axis=-1, dtype=jnp.int32), jnp.any(written, axis=0))
     return result
   return jax.jit(marks)
 
@@ -90,11 +113,7 @@ def written_slots(model: LM, params: Any, inputs: np.ndarray, *, batch_size: int
   one sequence / (H * N), "written_per_sequence_fraction": mean over sequences of the
   slots each writes / (H * N)}}; {} for a model without `M` layers.
   """
-  inputs = np.asarray(inputs)
-  if inputs.ndim != 2 or inputs.shape[0] < 1:
-    raise ValueError(f"inputs must be int32 [n, T] with n >= 1, got shape {inputs.shape}")
-  if batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+  inputs = _check_inputs(inputs, batch_size)
   marks = _marked_slots(model)
   per_sequence: dict[str, list[np.ndarray]] = {}
   union: dict[str, np.ndarray] = {}
@@ -130,21 +149,15 @@ def _overlaps(model: LM):
   """jitted (params, tokens [B, T], read_positions, write_positions [B, P]) -> {layer:
   |J ∩ I| [B, P, H]} for the read slots J at the read positions and the written slots I
   at the write positions."""
-  config = model.config
 
   def overlaps(params, tokens, read_positions, write_positions):
-    _, captured = model.apply(
-        params, tokens, capture_intermediates=_captures(_KEY_PROJECTION, _QUERY_PROJECTION),
-        mutable=["intermediates"])
     result = {}
-    for block_name, block in captured.get("intermediates", {}).items():
-      take = lambda x, at: jnp.take_along_axis(x, at[:, :, None, None], axis=1)  # noqa: E731
-      written = take(_slot_ids(block, _KEY_PROJECTION, config.sdm_writes, config),
-                     write_positions)                          # [B, P, H, W]
-      read = take(_slot_ids(block, _QUERY_PROJECTION, config.sdm_reads, config),
-                  read_positions)                              # [B, P, H, R]
+    take = lambda x, at: jnp.take_along_axis(x, at[:, :, None, None], axis=1)  # noqa: E731
+    for layer, slots in _slot_ids_by_layer(model, params, tokens, ("writes", "reads")).items():
+      written = take(slots["writes"], write_positions)         # [B, P, H, W]
+      read = take(slots["reads"], read_positions)              # [B, P, H, R]
       # Ids are distinct within a token's W (or R), so matching pairs count shared slots.
-      result[_layer_name(block_name)] = jnp.sum(
+      result[layer] = jnp.sum(
           written[..., :, None] == read[..., None, :], axis=(-2, -1), dtype=jnp.int32)
     return result
   return jax.jit(overlaps)
@@ -160,10 +173,8 @@ def read_write_overlap(model: LM, params: Any, inputs: np.ndarray, read_position
   {"layer_<i>_M": {"overlap_slots": mean over examples, pairs and heads of |J ∩ I|,
   "chance_slots": W R / N}}; {} for a model without `M` layers.
   """
-  inputs = np.asarray(inputs)
+  inputs = _check_inputs(inputs, batch_size)
   read_positions, write_positions = np.asarray(read_positions), np.asarray(write_positions)
-  if inputs.ndim != 2 or inputs.shape[0] < 1:
-    raise ValueError(f"inputs must be int32 [n, T] with n >= 1, got shape {inputs.shape}")
   if (read_positions.shape != write_positions.shape
       or read_positions.shape[:1] != inputs.shape[:1] or read_positions.ndim != 2):
     raise ValueError(f"read_positions and write_positions must both be [n, P] with n = "
@@ -174,8 +185,6 @@ def read_write_overlap(model: LM, params: Any, inputs: np.ndarray, read_position
     if positions.size and (positions.min() < 0 or positions.max() >= inputs.shape[1]):
       raise ValueError(f"{name} must lie in [0, T = {inputs.shape[1]}), got "
                        f"[{positions.min()}, {positions.max()}]")
-  if batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
   measure = _overlaps(model)
   counts: dict[str, list[np.ndarray]] = {}
   for start in range(0, inputs.shape[0], batch_size):
@@ -218,26 +227,14 @@ def chunk_reuse(model: LM, params: Any, inputs: np.ndarray, *, chunk_size: int,
                 batch_size: int) -> dict[str, dict[str, dict[str, float]]]:
   """`segment_lengths` of each `M` layer's writes and reads on `inputs` (int32 [n, T]):
   {"layer_<i>_M": {"writes": {...}, "reads": {...}}}; {} for a model without `M` layers."""
-  inputs = np.asarray(inputs)
-  if inputs.ndim != 2 or inputs.shape[0] < 1:
-    raise ValueError(f"inputs must be int32 [n, T] with n >= 1, got shape {inputs.shape}")
-  config = model.config
-
-  @jax.jit
-  def slot_ids(params, tokens):
-    _, captured = model.apply(
-        params, tokens, capture_intermediates=_captures(_KEY_PROJECTION, _QUERY_PROJECTION),
-        mutable=["intermediates"])
-    return {_layer_name(name): (_slot_ids(block, _KEY_PROJECTION, config.sdm_writes, config),
-                                _slot_ids(block, _QUERY_PROJECTION, config.sdm_reads, config))
-            for name, block in captured.get("intermediates", {}).items()}
-
-  ids: dict[str, list[list[np.ndarray]]] = {}
+  inputs = _check_inputs(inputs, batch_size)
+  slot_ids = jax.jit(lambda params, tokens: _slot_ids_by_layer(model, params, tokens,
+                                                               ("writes", "reads")))
+  ids: dict[str, dict[str, list[np.ndarray]]] = {}
   for start in range(0, inputs.shape[0], batch_size):
-    for layer, pair in slot_ids(params, jnp.asarray(inputs[start:start + batch_size])).items():
-      ids.setdefault(layer, [[], []])
-      for kept, part in zip(ids[layer], pair):
-        kept.append(np.asarray(part))
+    for layer, slots in slot_ids(params, jnp.asarray(inputs[start:start + batch_size])).items():
+      for kind, part in slots.items():
+        ids.setdefault(layer, {}).setdefault(kind, []).append(np.asarray(part))
   return {layer: {kind: segment_lengths(np.concatenate(parts), chunk_size)
-                  for kind, parts in zip(("writes", "reads"), pair)}
-          for layer, pair in ids.items()}
+                  for kind, parts in kinds.items()}
+          for layer, kinds in ids.items()}
