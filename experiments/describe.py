@@ -17,9 +17,8 @@ from experiments import cli
 from experiments import common
 from maglev_jax import model_kinds
 from sdm_jax.evaluation import slot_usage
-from sdm_jax.models.lm import LM
+from sdm_jax.models.lm import LM, init_function
 from sdm_jax.training import records
-from sdm_jax.training.recall import init_function
 
 _CONFIG = common.define_config_flag("sdm_tiny")
 _CONTEXT_LEN = flags.DEFINE_integer("context_len", None, "Context length for the decode-state "

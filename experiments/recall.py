@@ -29,14 +29,13 @@ import os
 from typing import Any
 
 from absl import flags
-import jax.numpy as jnp
 import numpy as np
 
 from experiments import cli
 from experiments import common
 from sdm_jax.data.recall_tasks import RECALL_TASKS, check_task, task_options
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM
+from sdm_jax.models.lm import LM, init_function
 from sdm_jax.training import records
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.recall import (accuracy_by_variant, check_examples, check_variants,
@@ -177,8 +176,7 @@ def _eval_file_main(workdir: str, path: str) -> dict[str, Any]:
   inputs, targets = check_examples(*load_eval_file(path), model_config.vocab_size,
                                    model_config.max_seq_len, f"--eval_file {path!r}")
   model = LM(model_config)
-  sample = jnp.zeros((1, train_config.seq_len), jnp.int32)
-  params, step = restore_params(workdir, lambda rng: model.init(rng, sample), train_config)
+  params, step = restore_params(workdir, init_function(model, train_config.seq_len), train_config)
   result = recall_accuracy(model, params, inputs, targets,
                            batch_size=train_config.eval_batch_size)
   return {**result, "step": step, "task": saved["task"]["name"], "eval_file": path}

@@ -33,14 +33,13 @@ from sdm_jax.evaluation import recall_plots
 from sdm_jax.evaluation.slot_usage import read_write_overlap, trained_m0_rows, written_slots
 from sdm_jax.models import describe
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM
+from sdm_jax.models.lm import LM, init_function
 from sdm_jax.models.isoflop import sdm_matching_gdn
 from sdm_jax.training import records
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.plateau import PlateauRule
 from sdm_jax.training.recall import (accuracy_by_variant, check_variants,
-                                     evaluation_variants, held_out_examples, init_function,
-                                     train_recall)
+                                     evaluation_variants, held_out_examples, train_recall)
 
 SWEPT_MIXERS = ("A", "S", "G", "M")
 

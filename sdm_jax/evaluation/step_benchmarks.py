@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from sdm_jax.evaluation import timing
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM
+from sdm_jax.models.lm import LM, init_function
 from sdm_jax.sharding import make_mesh, mesh_sizes
 from sdm_jax.training.lm_training import lm_loss_fn
 from sdm_jax.training.optim import optimizer_for
@@ -38,9 +38,8 @@ def benchmark_train_step(model_config: LMConfig, train_config: TrainConfig, *, w
     raise ValueError(f"warmup must be >= 1 (the first call compiles), got {warmup}")
   mesh = make_mesh(train_config.mesh, num_devices=train_config.num_devices)
   model = LM(model_config)
-  sample = jnp.zeros((1, train_config.seq_len), jnp.int32)
   optimizer = optimizer_for(train_config)
-  state, shardings = init_state(lambda rng: model.init(rng, sample), optimizer, mesh,
+  state, shardings = init_state(init_function(model, train_config.seq_len), optimizer, mesh,
                                 jax.random.PRNGKey(seed))
   step = make_train_step(lm_loss_fn(model), optimizer, mesh, shardings)
   tokens = jax.random.randint(jax.random.PRNGKey(seed + 1),

@@ -7,7 +7,7 @@ chosen by its letter in `LMConfig.pattern` (see `sdm_jax.models.mixers`).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import chex
 import flax.linen as nn
@@ -137,6 +137,13 @@ class LM(nn.Module):
       new_caches.append(cache)
     # Batch 1: the head on two rows, a GEMM rather than a reduction (decode_rows).
     return self.logits(self.final_norm(pad_rows(x)))[:tokens.shape[0]], new_caches
+
+
+def init_function(model: LM, seq_len: int) -> Callable[[jax.Array], Any]:
+  """The jitted rng -> parameters of `model`, traced on one int32 [1, seq_len] sequence:
+  what training (`fit`'s `init_params`) and restoring a checkpoint start from."""
+  sample = jnp.zeros((1, seq_len), jnp.int32)
+  return jax.jit(lambda rng: model.init(rng, sample))
 
 
 def default_positions(tokens: jax.Array) -> jax.Array:

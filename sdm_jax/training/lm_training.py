@@ -13,7 +13,7 @@ from sdm_jax.data.batches import eval_batches
 from sdm_jax.data.tokenizer import BYTE_TOKEN_BYTES
 from sdm_jax.metrics import evaluate_validation
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM, cross_entropy, logits_and_penalty
+from sdm_jax.models.lm import LM, cross_entropy, init_function, logits_and_penalty
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.loop import fit, stream_batches
 from sdm_jax.training.workdir import prepare_workdir, read_workdir_config, restore_params
@@ -63,8 +63,7 @@ def train_lm(model_config: LMConfig, train_config: TrainConfig, train_tokens: np
   prepare_workdir("lm", model_config, train_config, train_tokens, val_tokens, workdir,
                   extra_config)
   model = LM(model_config)
-  sample = jnp.zeros((1, train_config.seq_len), jnp.int32)
-  return fit(init_params=lambda rng: model.init(rng, sample),
+  return fit(init_params=init_function(model, train_config.seq_len),
              loss_fn=lm_loss_fn(model),
              evaluate=lm_evaluator(model, val_tokens, batch_size=train_config.eval_batch_size,
                                    seq_len=train_config.seq_len,
@@ -84,6 +83,6 @@ def load_lm(workdir: str, step: int | None = None):
   model_config = LMConfig.from_dict(saved["model"])
   train_config = TrainConfig.from_dict(saved["train"])
   model = LM(model_config)
-  sample = jnp.zeros((1, train_config.seq_len), jnp.int32)
-  params, step = restore_params(workdir, lambda rng: model.init(rng, sample), train_config, step)
+  params, step = restore_params(workdir, init_function(model, train_config.seq_len),
+                                train_config, step)
   return model, params, saved, step

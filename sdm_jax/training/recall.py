@@ -18,7 +18,7 @@ import numpy as np
 from sdm_jax import sharding
 from sdm_jax.data.recall_tasks import IGNORE_LABEL, check_task, make_examples
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM, cross_entropy, logits_and_penalty
+from sdm_jax.models.lm import LM, cross_entropy, init_function, logits_and_penalty
 from sdm_jax.training.config import TrainConfig
 from sdm_jax.training.loop import fit
 
@@ -132,13 +132,6 @@ def accuracy_by_variant(model: LM, params, task: dict[str, Any],
     results.append({**variant, **recall_accuracy(model, params, examples["inputs"],
                                                  examples["targets"], batch_size=batch_size)})
   return results
-
-
-def init_function(model: LM, seq_len: int) -> Callable[[jax.Array], Any]:
-  """The jitted rng -> parameters that `train_recall` starts from; `fit` calls it with
-  `jax.random.PRNGKey(TrainConfig.seed)`."""
-  sample = jnp.zeros((1, seq_len), jnp.int32)
-  return jax.jit(lambda rng: model.init(rng, sample))
 
 
 def train_recall(model_config: LMConfig, train_config: TrainConfig, task: dict[str, Any],

@@ -15,9 +15,9 @@ from sdm_jax.evaluation.slot_usage import (chunk_reuse, read_write_overlap, segm
                                            trained_m0_rows, written_slots)
 from sdm_jax.layers.sparse_delta_memory import addressing
 from sdm_jax.models.config import LMConfig
-from sdm_jax.models.lm import LM
+from sdm_jax.models.lm import LM, init_function
 from sdm_jax.training.config import TrainConfig
-from sdm_jax.training.recall import held_out_examples, init_function, train_recall
+from sdm_jax.training.recall import held_out_examples, train_recall
 
 MODEL = LMConfig(vocab_size=32, d_model=16, num_layers=2, pattern="SM", num_heads=2,
                  window=4, max_seq_len=12, sdm_heads=2, sdm_slots=64, sdm_writes=3,

@@ -27,7 +27,7 @@ from experiments import common  # noqa: E402
 from experiments.configs import gdn_tiny, sdm_tiny  # noqa: E402
 from sdm_jax import sharding  # noqa: E402
 from sdm_jax.layers.sparse_delta_memory import OP_LAYOUTS as SDM_OP_LAYOUTS  # noqa: E402
-from sdm_jax.models.lm import LM  # noqa: E402
+from sdm_jax.models.lm import LM, init_function  # noqa: E402
 from sdm_jax.ops.sparse_delta import sparse_delta_rule  # noqa: E402
 from sdm_jax.sharding import make_mesh  # noqa: E402
 from sdm_jax.training.checkpoint import Checkpointer  # noqa: E402
@@ -104,8 +104,7 @@ def main(config_name: str):
   model_config, train_config, _ = common.lm_configs(config)
   model = LM(model_config)
   optimizer = optimizer_for(train_config)
-  sample = jnp.zeros((1, train_config.seq_len), jnp.int32)
-  init_params = lambda rng: model.init(rng, sample)  # noqa: E731
+  init_params = init_function(model, train_config.seq_len)
   rng = np.random.default_rng(0)
   batches = [rng.integers(0, model_config.vocab_size, (8, 33)).astype(np.int32)
              for _ in range(STEPS + 1)]
