@@ -69,6 +69,14 @@ def tile_starts(sorted_rows, rows, row_tile):
   return jnp.cumsum(counts)[:tiles + 1].astype(jnp.int32)
 
 
+def depth_order(row_begin: jax.Array) -> jax.Array:
+  """[..., rows] the rows of a layout (row_begin [..., rows + 1]) by segment length,
+  longest first, ties by row: cut into tiles in this order, the deep segments share a few
+  tiles and most tiles' loops are short (`scan_pallas.KernelConfig.row_order`)."""
+  lengths = row_begin[..., 1:] - row_begin[..., :-1]
+  return jnp.argsort(-lengths, axis=-1, stable=True).astype(jnp.int32)
+
+
 def _layout_by_order(values, order, *, width: int, rows: int, rows_of):
   """What the write and read layouts share, chunk by chunk: values [..., C, X] (slot ids or
   positions) and phase 1's stable slot order of their entries [..., C * X] ->

@@ -24,10 +24,12 @@ chunk's writes to recover the rows the chunk read, the read-rows kernel loads ea
 from the snapshot of the next chunk that wrote its slot (a per-slot index, `next_write`,
 that the written-rows kernel keeps), or from the final table if none did. That saves the
 restores' stores and a copy of the table (3% of phase 2 on the H200).
-`KernelConfig.backward_rows="union"` runs the written-rows and read-rows kernels as one
-launch over the union of the chunk's written and read slots (a slot both written and read
-is loaded and stored once); built in session 26 and not yet timed on a GPU, so not the
-default (WORKSPACE.md).
+By default (`KernelConfig.backward_rows="union"`) those two run as one launch over the
+union of the chunk's written and read slots, so a slot both written and read is loaded and
+stored once; and the row-tile kernels cut their rows into tiles by segment length
+(`KernelConfig.row_order="depth"`), so that the few deep segments of slots the chunk
+reuses share a few tiles. Together 2.6 ms (5%) off `sdm_small`'s training step on the
+H200 (WORKSPACE.md, issue 11, session 27).
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
@@ -98,7 +100,16 @@ class KernelConfig(NamedTuple):
   # How the backward walks a chunk's rows: "separate" (the written-rows kernel, then the
   # read-rows kernel) or "union" (one launch over write row tiles and read row tiles, the
   # slots both written and read handled by the write tiles: `_bwd_union_kernel`).
-  backward_rows: str = "separate"
+  # `sdm_small`'s step on the H200: 48.34 / 48.37 ms against 48.68 / 48.72 (session 27).
+  backward_rows: str = "union"
+  # Which rows share a row tile: "slot" (rows in slot order, tile t = rows [t * row_tile,
+  # ...)) or "depth" (rows by segment length, longest first). A tile's loops run as often as
+  # its longest segment, so grouping deep rows makes most tiles shallow; the model's
+  # addressing reuses slots within a chunk far more than uniform slots (WORKSPACE.md, issue
+  # 11, session 26): at initialisation, depth order halves the loop steps of its tiles.
+  # `sdm_small`'s step on the H200: 47.29 / 47.36 ms against 48.69 / 48.69 in slot order,
+  # 46.08 / 46.16 with the union backward (session 27).
+  row_order: str = "depth"
 
 
 # KernelConfig.l2_hints -> the eviction policy of each role of a row load or store: "once"
@@ -112,6 +123,7 @@ L2_HINTS = {
 
 
 BACKWARD_ROWS = ("separate", "union")
+ROW_ORDERS = ("slot", "depth")
 
 
 def _eviction(config: KernelConfig, role: str) -> str | None:
@@ -146,6 +158,9 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
   if config.backward_rows not in BACKWARD_ROWS:
     raise ValueError(f"KernelConfig.backward_rows must be one of {BACKWARD_ROWS}, got "
                      f"{config.backward_rows!r}")
+  if config.row_order not in ROW_ORDERS:
+    raise ValueError(f"KernelConfig.row_order must be one of {ROW_ORDERS}, got "
+                     f"{config.row_order!r}")
   if config.l2_hints not in L2_HINTS:
     raise ValueError(f"KernelConfig.l2_hints must be one of {tuple(L2_HINTS)}, "
                      f"got {config.l2_hints!r}")
@@ -221,14 +236,12 @@ def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
                  mask=mask, eviction_policy=eviction_policy)
 
 
-def _row_tile_sums(r, lead, tile_index, config, contribution, initial):
-  """Per write row i of tile `tile_index` of chunk `lead` = (c, bh), `initial[i]` plus the
+def _row_tile_sums(r, lead, rows, contribution, initial):
+  """Per write row i of `rows` [row_tile] of chunk `lead` = (c, bh), `initial[i]` plus the
   sum over its segment of slot-sorted write entries [row_begin[i], row_begin[i + 1]) in
   float32 (`_segment_sums`). Returns [row_tile, BD]."""
-  rows = config.row_tile
-  first_row = tile_index * rows
-  begin = r["row_begin"][(*lead, pl.ds(first_row, rows))]
-  end = r["row_begin"][(*lead, pl.ds(first_row + 1, rows))]
+  begin = r["row_begin"][(*lead, rows)]
+  end = r["row_begin"][(*lead, rows + 1)]
   return _segment_sums(begin, end, r["entry_token"].shape[-1], contribution, initial)
 
 
@@ -269,10 +282,8 @@ class _RowTile(NamedTuple):
   """What a program of a row-tile kernel (grid (B*H, row tiles, slabs)) works on."""
   c: jax.Array         # chunk
   bh: jax.Array        # sequence x head
-  cols0: jax.Array     # first column of the slab
-  cols: jax.Array      # [BD] its columns
-  tile: jax.Array      # row tile index
-  first: jax.Array     # its first row
+  cols: jax.Array      # [BD] the slab's columns
+  rows: jax.Array      # [row_tile] its rows of the chunk's layout (`KernelConfig.row_order`)
   row_slot: jax.Array  # [row_tile] slot of each row
   valid: jax.Array     # [row_tile] rows that hold a slot
 
@@ -290,13 +301,18 @@ class _Grid(NamedTuple):
     return _Grid(pl.program_id(0), pl.program_id(1), pl.program_id(2))
 
 
-def _row_tile(r, row_slot_name, dims: _Dims, config: KernelConfig, grid: _Grid) -> _RowTile:
-  """The row tile `grid.tile` of slab `grid.slab` of chunk r["chunk"][0]."""
-  c, bh, tile = r["chunk"][0], grid.bh, grid.tile
-  cols0, cols = _slab_columns(grid.slab, config.block_cols)
-  first = pl.multiple_of(tile * config.row_tile, config.row_tile)
-  row_slot = r[row_slot_name][c, bh, pl.ds(first, config.row_tile)]
-  return _RowTile(c, bh, cols0, cols, tile, first, row_slot, row_slot < dims.num_slots)
+def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _RowTile:
+  """The row tile `grid.tile` of slab `grid.slab` of chunk r["chunk"][0] in the write or
+  read layout (kind "write" or "read")."""
+  c, bh = r["chunk"][0], grid.bh
+  _, cols = _slab_columns(grid.slab, config.block_cols)
+  first = pl.multiple_of(grid.tile * config.row_tile, config.row_tile)
+  if config.row_order == "depth":
+    rows = r[f"{kind}_tile_rows"][c, bh, pl.ds(first, config.row_tile)]
+  else:
+    rows = first + jnp.arange(config.row_tile, dtype=jnp.int32)
+  row_slot = r["row_slot" if kind == "write" else "read_row_slot"][c, bh, rows]
+  return _RowTile(c, bh, cols, rows, row_slot, row_slot < dims.num_slots)
 
 
 # Kernel refs: plan arrays and results kept for the backward are stacked over chunks
@@ -351,13 +367,11 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   the tile's slots, in place, after saving their old rows in the snapshot."""
   r = dict(zip(names, refs))
   del interpret
-  rows, block = config.row_tile, config.block_cols
-  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(
-      r, "row_slot", dims, config, _Grid.of_program())
+  c, bh, cols, rows, row_slot, valid = _row_tile(r, "write", dims, config, _Grid.of_program())
   here = (c, bh)
   table = r["table_out"]
   written = gather_rows(table, (bh,), row_slot, cols, valid)
-  pltriton.store(r["snapshot_out"].at[c, bh, pl.ds(first, rows), pl.ds(cols0, block)],
+  pltriton.store(r["snapshot_out"].at[c, bh, rows[:, None], cols[None, :]],
                  written.astype(table.dtype), eviction_policy=_eviction(config, "once"))
   delta_ref = r["delta"] if dims.shared else r["values"]
 
@@ -367,9 +381,8 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
     delta = gather_rows(delta_ref, here, token, cols, entry_valid)
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
-  decay = r["row_decay"][c, bh, pl.ds(first, rows)]
-  new_rows = _row_tile_sums(r, here, tile_index, config, update,
-                            decay[:, None] * written)
+  decay = r["row_decay"][c, bh, rows]
+  new_rows = _row_tile_sums(r, here, rows, update, decay[:, None] * written)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
 
 
@@ -472,21 +485,18 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
   """The written-rows kernel's work for write row tile `grid.tile` (see
   `_bwd_written_kernel`); with_reads: also the read cotangents of the rows the chunk reads
   (`write_read_row`)."""
-  rows, block = config.row_tile, config.block_cols
-  c, bh, cols0, cols, tile_index, first, row_slot, valid = _row_tile(r, "row_slot", dims,
-                                                                     config, grid)
+  c, bh, cols, rows, row_slot, valid = _row_tile(r, "write", dims, config, grid)
   here, slab = (c, bh), grid.slab
-  written = pltriton.load(r["snapshot"].at[c, bh, pl.ds(first, rows), pl.ds(cols0, block)],
+  written = pltriton.load(r["snapshot"].at[c, bh, rows[:, None], cols[None, :]],
                           eviction_policy=_eviction(config, "once"))
-  snapshot_row = ((c * dims.batch_heads + bh) * dims.write_rows + first
-                  + jnp.arange(rows, dtype=jnp.int32))  # its row of the stacked snapshots
+  snapshot_row = (c * dims.batch_heads + bh) * dims.write_rows + rows  # of the stacked ones
   pltriton.store(r["next_write_out"].at[bh, row_slot], snapshot_row,
                  mask=valid & (slab == 0))  # one slab records it
   written = written.astype(jnp.float32)
   d_table = r["d_table_out"]
   d_end = gather_rows(d_table, (bh,), row_slot, cols, valid)
-  r["d_row_decay_out"][c, bh, slab, pl.ds(first, rows)] = jnp.sum(d_end * written, axis=1)
-  d_start = r["row_decay"][c, bh, pl.ds(first, rows)][:, None] * d_end
+  pltriton.store(r["d_row_decay_out"].at[c, bh, slab, rows], jnp.sum(d_end * written, axis=1))
+  d_start = r["row_decay"][c, bh, rows][:, None] * d_end
   if dims.shared:
     def start_estimate(entries, entry_valid, store_at):
       token = r["entry_token"][c, bh, entries]
@@ -496,9 +506,9 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
                      jnp.sum(written * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = _row_tile_sums(r, here, tile_index, config, start_estimate, d_start)
+    d_start = _row_tile_sums(r, here, rows, start_estimate, d_start)
   if with_reads:
-    read_row = r["write_read_row"][c, bh, pl.ds(first, rows)]  # -1: the chunk does not read s
+    read_row = r["write_read_row"][c, bh, rows]  # -1: the chunk does not read s
     has_reads = valid & (read_row >= 0)
     at = jnp.where(has_reads, read_row, 0)
     begin = jnp.where(has_reads, r["read_row_begin"][c, bh, at], 0)
@@ -511,11 +521,10 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
 def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, unwritten_only: bool):
   """The read-rows kernel's work for read row tile `grid.tile` (see `_bwd_read_kernel`);
   unwritten_only: skip the rows of slots the chunk also writes (`read_write_row`)."""
-  c, bh, _, cols, _, first, row_slot, valid = _row_tile(r, "read_row_slot", dims, config,
-                                                         grid)
+  c, bh, cols, rows, row_slot, valid = _row_tile(r, "read", dims, config, grid)
   here, slab = (c, bh), grid.slab
   if unwritten_only:
-    valid = valid & (r["read_write_row"][c, bh, pl.ds(first, config.row_tile)] < 0)
+    valid = valid & (r["read_write_row"][c, bh, rows] < 0)
 
   # Each entry's table row is its row's: loaded once for the tile.
   once = _eviction(config, "once")
@@ -526,8 +535,8 @@ def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, unwritten_o
                + gather_rows(r["final_table"], (bh,), row_slot, cols, valid & ~kept, once))
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
-  begin = r["read_row_begin"][c, bh, pl.ds(first, config.row_tile)]
-  end = r["read_row_begin"][c, bh, pl.ds(first + 1, config.row_tile)]
+  begin = r["read_row_begin"][c, bh, rows]
+  end = r["read_row_begin"][c, bh, rows + 1]
   if unwritten_only:
     end = jnp.where(valid, end, begin)  # the skipped rows' entries are a write tile's
   _scatter(d_table, (bh,), row_slot, cols,
@@ -615,6 +624,8 @@ def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
       row_begin=writes.row_begin,
       row_slot=writes.row_slot,
   )
+  if config.row_order == "depth":
+    int_xs.update(write_tile_rows=layout.depth_order(writes.row_begin))
   return int_xs, writes
 
 
@@ -646,6 +657,8 @@ def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelCo
             read_row_begin=reads.row_begin, read_row_slot=reads.row_slot,
             read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,
                                     dims.reads))
+  if config.row_order == "depth":
+    xs.update(read_tile_rows=layout.depth_order(reads.row_begin))
   if config.backward_rows == "union":
     xs.update(_union_rows(_chunk_major(ids.read_pos), reads, dims, ids.slots.shape[-1]))
   return xs, reads
@@ -679,6 +692,13 @@ def _pick(xs, *names):
   return {n: xs[n] for n in names}
 
 
+def _tile_rows(xs, *kinds):
+  """The row tiles' row orders of layouts `kinds` ("write", "read") where
+  `KernelConfig.row_order` makes them (`layout.depth_order`); {} in slot order."""
+  return {f"{kind}_tile_rows": xs[f"{kind}_tile_rows"] for kind in kinds
+          if f"{kind}_tile_rows" in xs}
+
+
 def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
   """Chunk c: carry (table [BH, N, Dv], results stacked over chunks) -> the same, updated."""
   table, saved = carry
@@ -705,7 +725,7 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
 
   scatter_in = dict(table=table, snapshot=saved["snapshot"], **_pick(
       xs, "values", "entry_token", "row_begin", "entry_update_coef",
-      "row_slot", "row_decay"))
+      "row_slot", "row_decay"), **_tile_rows(xs, "write"))
   if dims.shared:
     scatter_in.update(delta=saved["delta"])
   scattered = _call(_fwd_scatter_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
@@ -742,7 +762,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
 
   written_stacked = ("d_row_decay", "d_entry_write_coef") if dims.shared else ("d_row_decay",)
   written_in = dict(next_write=next_write, d_table=d_table, **_pick(grads, *written_stacked),
-                    **_pick(xs, "snapshot", "row_slot", "row_decay"))
+                    **_pick(xs, "snapshot", "row_slot", "row_decay"), **_tile_rows(xs, "write"))
   if dims.shared:
     written_in.update(d_values=grads["d_values"], **_pick(
         xs, "entry_token", "row_begin", "entry_write_coef"))
@@ -754,7 +774,8 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   read_tiles = dims.read_rows // config.row_tile
   if config.backward_rows == "union":
     union_in = dict(written_in, d_entry_read_coef=grads["d_entry_read_coef"],
-                    **_pick(xs, *read_names, "write_read_row", "read_write_row"))
+                    **_pick(xs, *read_names, "write_read_row", "read_write_row"),
+                    **_tile_rows(xs, "read"))
     union_out = dict(written_out, d_entry_read_coef=grads["d_entry_read_coef"])
     union = _call(_bwd_union_kernel, (bh, write_tiles + read_tiles, slabs), c, union_in,
                   union_out, aliases=tuple(union_out), **kw)
@@ -765,7 +786,8 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
                   aliases=tuple(written_out), **kw)
   grads = dict(grads, **_pick(written, *written_stacked))
   read_in = dict(next_write=written["next_write"], d_table=written["d_table"],
-                 d_entry_read_coef=grads["d_entry_read_coef"], **_pick(xs, *read_names))
+                 d_entry_read_coef=grads["d_entry_read_coef"], **_pick(xs, *read_names),
+                 **_tile_rows(xs, "read"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
   read = _call(_bwd_read_kernel, (bh, read_tiles, slabs), c, read_in, read_out,
                aliases=tuple(read_out), **kw)

@@ -91,3 +91,17 @@ def test_tile_starts_count_the_entries_before_each_tile(row_tile):
 def test_segment_starts_mark_the_first_entry_of_each_run():
   starts = layout.segment_starts(jnp.asarray([2, 2, 5, 7, 7, 7, 9], jnp.int32))
   np.testing.assert_array_equal(np.asarray(starts), [1, 0, 1, 1, 0, 0, 1])
+
+
+def test_depth_order_puts_long_segments_first_and_keeps_row_order_among_equals():
+  rng = np.random.default_rng(3)
+  lengths = rng.integers(0, 5, (3, 24))
+  row_begin = np.concatenate([np.zeros((3, 1), int), np.cumsum(lengths, axis=1)], axis=1)
+  order = np.asarray(layout.depth_order(jnp.asarray(row_begin, jnp.int32)))
+  assert order.dtype == np.int32
+  for rows, row_lengths in zip(order, lengths):
+    assert sorted(rows) == list(range(24))  # a permutation of the rows
+    ordered = row_lengths[rows]
+    assert np.all(np.diff(ordered) <= 0)  # longest first
+    for length in set(ordered):  # among equal lengths, rows in their layout order
+      assert np.all(np.diff(rows[ordered == length]) > 0)

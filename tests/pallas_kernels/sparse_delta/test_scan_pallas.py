@@ -86,15 +86,17 @@ def _xla_scan(memory, plan, *, error):
 
 @interpret_on_cpu
 @pytest.mark.parametrize("backward_rows", scan_pallas.BACKWARD_ROWS)
+@pytest.mark.parametrize("row_order", scan_pallas.ROW_ORDERS)
 @pytest.mark.parametrize("error,shared_memory", [
     ("shared", False), ("shared", True), ("per_slot", False)])
-def test_kernel_matches_xla_twin(error, shared_memory, backward_rows):
+def test_kernel_matches_xla_twin(error, shared_memory, row_order, backward_rows):
   # N = 40 slots for 3 writes x 32 tokens: every slot is written several times per chunk,
   # and most slots a chunk reads it also writes (the union backward's shared rows).
   memory, plan = _plan(1, error=error, shared_memory=shared_memory, batch=2, seq_len=32,
                        heads=2, num_slots=40, value_dim=32, writes=3, reads=5)
+  config = SMALL._replace(backward_rows=backward_rows, row_order=row_order)
   kernel = functools.partial(scan_pallas.scan_chunks, error=error, interpret=True,
-                             config=SMALL._replace(backward_rows=backward_rows))
+                             config=config)
   xla = functools.partial(_xla_scan, error=error)
   _compare(_outputs_and_grads(kernel, memory, plan, 2),
            _outputs_and_grads(xla, memory, plan, 2), 1e-5)
@@ -115,10 +117,11 @@ def test_kernel_with_a_bfloat16_table_matches_the_twin():
 
 
 @interpret_on_cpu
-@pytest.mark.parametrize("l2_hints,backward_rows", [
-    *((hints, "separate") for hints in scan_pallas.L2_HINTS), ("none", "union")])
-def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(l2_hints,
-                                                                          backward_rows):
+@pytest.mark.parametrize("l2_hints,backward_rows,row_order", [
+    *((hints, "separate", "slot") for hints in scan_pallas.L2_HINTS), ("none", "union", "slot"),
+    ("none", "separate", "depth"), ("none", "union", "depth")])
+def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(
+    l2_hints, backward_rows, row_order):
   """Head 1 of `random_inputs` writes the same W slots at every token: each slot's segment
   holds C = 32 entries, deeper than the row tile, beside rows of one entry. (The L2 hints
   change where rows sit in the cache, never what is loaded.)"""
@@ -126,7 +129,8 @@ def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(l2_hint
                        value_dim=16, writes=4, reads=4, chunk_size=32)
   kernel = functools.partial(
       scan_pallas.scan_chunks, error="shared", interpret=True,
-      config=SMALL._replace(l2_hints=l2_hints, backward_rows=backward_rows))
+      config=SMALL._replace(l2_hints=l2_hints, backward_rows=backward_rows,
+                            row_order=row_order))
   xla = functools.partial(_xla_scan, error="shared")
   _compare(_outputs_and_grads(kernel, memory, plan, 6),
            _outputs_and_grads(xla, memory, plan, 6), 1e-5)
@@ -187,9 +191,12 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("shared", jnp.float32, dict(scan_unroll=1)),
     ("shared", jnp.bfloat16, dict(scan_unroll=3)),
     ("shared", jnp.bfloat16, dict(l2_hints="none")),
-    ("shared", jnp.bfloat16, dict(backward_rows="union")),
+    ("shared", jnp.bfloat16, dict(backward_rows="separate")),
+    ("shared", jnp.bfloat16, dict(row_order="slot")),
     ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream")),
-    ("per_slot", jnp.float32, dict(backward_rows="union"))])
+    ("per_slot", jnp.float32, dict(backward_rows="separate", row_order="slot"))],
+    ids=lambda value: (";".join(f"{k}={v}" for k, v in value.items())
+                       if isinstance(value, dict) else None))
 def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
   # C = 64, W = R = 16 (1024 entries: 32 row tiles of 32), 8 chunks, 2 column slabs; the
   # float32 tables' scans not unrolled, the bf16 table's by 3 (two iterations and a
