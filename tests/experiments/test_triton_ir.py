@@ -17,12 +17,17 @@ from pallas_kernels.sparse_delta import scan_pallas
 TINY = dict(batch=1, seq_len=32, slots=256, value_dim=32, writes=4, reads=4, chunk_size=16)
 
 
-def test_every_phase2_kernel_lowers_to_one_module():
-  config = scan_pallas.default_config(32)
+BACKWARD_ROW_KERNELS = {"union": ["bwd_union_kernel"],
+                        "separate": ["bwd_written_kernel", "bwd_read_kernel"]}
+
+
+@pytest.mark.parametrize("backward_rows", scan_pallas.BACKWARD_ROWS)
+def test_every_phase2_kernel_lowers_to_one_module(backward_rows):
+  config = scan_pallas.default_config(32)._replace(backward_rows=backward_rows)
   kernels = triton_ir.sdm_kernel_ir(config=config, **TINY)
   assert [kernel.name for kernel in kernels] == [
       "fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel", "bwd_gather_kernel",
-      "bwd_dense_kernel", "bwd_written_kernel", "bwd_read_kernel"]
+      "bwd_dense_kernel", *BACKWARD_ROW_KERNELS[backward_rows]]
   for kernel in kernels:
     assert kernel.ir.startswith(f"module @{kernel.name} {{")
     assert f"tt.func public @{kernel.name}" in kernel.ir
@@ -35,16 +40,15 @@ def test_every_phase2_kernel_lowers_to_one_module():
 
 def test_the_layer_lowers_as_on_a_gpu():
   """Under the GPU's choices the layer runs phase 1's pair-weight kernels (forward and
-  backward, each twice: QK and A) around phase 2's seven; at 32 rows the top-k stays in
+  backward, each twice: QK and A) around phase 2's six; at 32 rows the top-k stays in
   XLA."""
   kernels = triton_ir.sdm_layer_kernel_ir(batch=1, seq_len=32, model_dim=32, slots=256,
                                           writes=4, reads=4, chunk_size=16)
   names = [kernel.name for kernel in kernels]
   assert names[:2] == ["pair_weights_fwd_kernel"] * 2
-  assert names[2:9] == ["fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel",
-                        "bwd_gather_kernel", "bwd_dense_kernel", "bwd_written_kernel",
-                        "bwd_read_kernel"]
-  assert names[9:] == ["pair_weights_bwd_kernel"] * 2
+  assert names[2:8] == ["fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel",
+                        "bwd_gather_kernel", "bwd_dense_kernel", "bwd_union_kernel"]
+  assert names[8:] == ["pair_weights_bwd_kernel"] * 2
 
 
 def test_the_gdn_and_topk_kernels_lower_too():
