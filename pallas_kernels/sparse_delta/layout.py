@@ -8,9 +8,10 @@ over entries sorted by slot, each program owning a tile of rows:
   run of entries of one slot is a *segment*, and each segment is one *row* of the
   chunk's row layout (segment r is row r).
 * Row r's segment is the entries [row_begin[r], row_begin[r + 1]). Rows are cut into
-  tiles of `row_tile` rows; tile t owns rows [t * row_tile, ...) and the contiguous entries
-  of their segments, [row_begin[t * row_tile], row_begin[(t + 1) * row_tile]). A segment
-  never straddles tiles, so every slot is loaded and stored by exactly one program.
+  tiles of `row_tile` rows, each row in one tile, so every slot is loaded and stored by
+  exactly one program: in row order (tile t owns rows [t * row_tile, ...) and the
+  contiguous entries of their segments) or, `depth_order`, longest segment first (tile t
+  owns rows depth_order[t * row_tile:...], each with its own segment's entries).
 * Rows past the last segment have `row_slot >= num_slots` and are skipped.
 
 For writes, phase 1's positions in the sorted unique slots already are segment ids, so the
