@@ -61,7 +61,9 @@ def _timed(fn, args, warmup, repeats, top_ops=0) -> dict[str, Any]:
   result["ms"] = measured["median_ms"]
   result["peak_bytes"] = timing.peak_memory_bytes()
   if top_ops:
-    result["top_ops"] = timing.device_time_by_op(lambda: jitted(*args), top=top_ops)
+    result["top_ops"] = timing.device_time_by_op(
+        lambda: jitted(*args), top=top_ops,
+        hlo_text=jitted.lower(*args).compile().as_text())
   return result
 
 

@@ -60,5 +60,8 @@ def benchmark_train_step(model_config: LMConfig, train_config: TrainConfig, *, w
       "step_back_to_back_ms": measured["back_to_back_ms"],
   }
   if top_ops:
-    result["top_ops"] = timing.device_time_by_op(one_step, top=top_ops)
+    # The program's HLO names the sources the profiler leaves at the module (XLA's fusions,
+    # library calls); lowering again compiles again (tens of seconds), so only here.
+    hlo_text = step.lower(current[0], batch).compile().as_text()
+    result["top_ops"] = timing.device_time_by_op(one_step, top=top_ops, hlo_text=hlo_text)
   return result

@@ -7,6 +7,7 @@ Timings are medians over repeated calls after warm-up, each call ended with
 from __future__ import annotations
 
 import glob
+import re
 import statistics
 import tempfile
 import time
@@ -73,14 +74,32 @@ def compiled_temp_bytes(jitted: Callable[..., Any], *args) -> int | None:
   return int(analysis.temp_size_in_bytes + analysis.output_size_in_bytes)
 
 
-def device_time_by_op(fn: Callable[[], Any], *, repeats: int = 3, top: int = 20
-                      ) -> list[dict[str, Any]]:
+# An instruction of an optimized HLO module's text with the JAX op name in its metadata.
+_HLO_INSTRUCTION = re.compile(r'^\s*(?:ROOT\s+)?%([\w.\-]+) = .*?metadata=\{op_name="([^"]*)"',
+                              re.MULTILINE)
+
+
+def hlo_op_names(hlo_text: str) -> dict[str, str]:
+  """{instruction: its JAX op name (name stack)} of an optimized HLO module's text
+  (`jax.jit(f).lower(...).compile().as_text()`), each instruction also under its name with
+  "." and "-" as "_": the name of the GPU kernel XLA emits for a fusion."""
+  names = {}
+  for instruction, op_name in _HLO_INSTRUCTION.findall(hlo_text):
+    names[instruction] = op_name
+    names.setdefault(re.sub(r"[.\-]", "_", instruction), op_name)
+  return names
+
+
+def device_time_by_op(fn: Callable[[], Any], *, repeats: int = 3, top: int = 20,
+                      hlo_text: str | None = None) -> list[dict[str, Any]]:
   """Where `fn()`'s device time goes: a profiler trace of `repeats` calls, summed per XLA op.
 
   Returns up to `top` rows {"op", "ms" (per call), "count" (per call), "share", "source"}
   sorted by time; "share" is of the device time the trace saw, "source" the op's JAX name
-  stack where the profiler records it. `fn` should be compiled and warm.
-  Empty where the backend records no device ops (CPU records host threads only).
+  stack where the profiler records it, else (given the compiled program's `hlo_text`) the
+  op name in the HLO metadata of the instruction the op runs (`hlo_op_names`). `fn` should
+  be compiled and warm. Empty where the backend records no device ops (CPU records host
+  threads only).
   """
   jax.block_until_ready(fn())
   with tempfile.TemporaryDirectory() as log_dir:
@@ -89,13 +108,28 @@ def device_time_by_op(fn: Callable[[], Any], *, repeats: int = 3, top: int = 20
         jax.block_until_ready(fn())
     paths = glob.glob(f"{log_dir}/**/*.xplane.pb", recursive=True)
     profile = jax.profiler.ProfileData.from_file(paths[0]) if paths else None
-  return summarize_device_ops(profile.planes if profile else (), repeats=repeats, top=top)
+  return summarize_device_ops(profile.planes if profile else (), repeats=repeats, top=top,
+                              hlo_names=hlo_op_names(hlo_text) if hlo_text else None)
 
 
-def summarize_device_ops(planes, *, repeats: int, top: int) -> list[dict[str, Any]]:
+def _source(event_name: str, stats: dict, hlo_names: dict[str, str] | None) -> str:
+  """An op's JAX name stack: the profiler's ("name" on GPU, "jit(f)/.../dot_general";
+  "tf_op" elsewhere) unless it only names the module ("XlaModule:..."), then the HLO
+  metadata of the instruction (the "hlo_op" stat, else the op's own name)."""
+  stack = str(stats.get("name") or stats.get("tf_op") or "")
+  if hlo_names and (not stack or stack.startswith("XlaModule")):
+    for key in (stats.get("hlo_op"), event_name):
+      if key and str(key) in hlo_names:
+        return hlo_names[str(key)]
+  return stack
+
+
+def summarize_device_ops(planes, *, repeats: int, top: int,
+                         hlo_names: dict[str, str] | None = None) -> list[dict[str, Any]]:
   """The rows of `device_time_by_op` from a profile's planes (`ProfileData.planes`: each
   with .name and .lines; lines with .name and .events; events with .name, .duration_ns
-  and .stats, (key, value) pairs)."""
+  and .stats, (key, value) pairs); hlo_names: `hlo_op_names` of the program, for the
+  sources the profiler leaves at the module's name."""
   # Per-op events live on a device plane's "XLA Ops" line; where a version names lines
   # differently, the stream lines (one event per kernel) stand in.
   device_lines = [line for plane in planes
@@ -108,9 +142,7 @@ def summarize_device_ops(planes, *, repeats: int, top: int) -> list[dict[str, An
     for event in line.events:
       durations.append((event.name, event.duration_ns / 1e6))
       if event.name not in sources:
-        stats = dict(event.stats)
-        # "name" is the JAX name stack on GPU ("jit(f)/.../dot_general"); "tf_op" elsewhere.
-        sources[event.name] = str(stats.get("name") or stats.get("tf_op") or "")[-160:]
+        sources[event.name] = _source(event.name, dict(event.stats), hlo_names)[-160:]
   return [{**row, "source": sources[row["op"]]}
           for row in ranked_ops(durations, repeats=repeats, top=top)]
 

@@ -7,6 +7,7 @@ import time
 from types import SimpleNamespace as NS
 import weakref
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -39,6 +40,34 @@ def test_summarize_device_ops_prefers_the_xla_ops_line():
   planes = [NS(name="/device:GPU:0", lines=[stream, ops])]
   assert [row["op"] for row in timing.summarize_device_ops(
       planes, repeats=1, top=5)] == ["fusion.1"]
+
+
+def test_sources_left_at_the_module_come_from_the_hlo_metadata():
+  hlo_names = {"loop_select_fusion_2": "jit(step)/jvp(LM)/block_3/select_n",
+               "custom-call.7": "jit(step)/jvp(LM)/block_0/dot_general"}
+  stream = NS(name="Stream #1", events=[
+      _event("loop_select_fusion_2", 3e6, name="XlaModule:"),
+      _event("nvjet_gemm", 2e6, name="XlaModule:", hlo_op="custom-call.7"),
+      _event("scatter_kernel", 1e6, name="jit(step)/scan/scatter"),
+      _event("unknown_kernel", 1e6, name="XlaModule:")])
+  rows = timing.summarize_device_ops([NS(name="/device:GPU:0", lines=[stream])], repeats=1,
+                                     top=5, hlo_names=hlo_names)
+  assert {row["op"]: row["source"] for row in rows} == {
+      "loop_select_fusion_2": "jit(step)/jvp(LM)/block_3/select_n",
+      "nvjet_gemm": "jit(step)/jvp(LM)/block_0/dot_general",
+      "scatter_kernel": "jit(step)/scan/scatter",  # the profiler's own name stack stays
+      "unknown_kernel": "XlaModule:"}
+
+
+def test_hlo_op_names_read_the_compiled_program():
+  """Every instruction with metadata, also under the name of the GPU kernel of a fusion
+  ("." and "-" as "_")."""
+  jitted = jax.jit(lambda x, w: jnp.tanh(x @ w).sum(0) * 2 + 1)
+  text = jitted.lower(jnp.ones((8, 16)), jnp.ones((16, 4))).compile().as_text()
+  names = timing.hlo_op_names(text)
+  assert any(op.startswith("jit(") and op.endswith("/add") for op in names.values())
+  dotted = [name for name in names if "." in name]
+  assert dotted and all(name.replace(".", "_") in names for name in dotted)
 
 
 def test_device_time_by_op_runs_on_any_backend():
