@@ -88,7 +88,8 @@ def benchmark(*, batch, seq_len, heads, key_dim, value_dim, chunk_size, dtype, i
       "value_dim": value_dim, "chunk_size": chunk_size, "dtype": jnp.dtype(dtype).name,
       **timing_fields(fwd, fwd_bwd),
       "peak_bytes": timing.peak_memory_bytes(),
-      "fwd_bwd_temp_bytes": timing.compiled_temp_bytes(forward_backward, *inputs),
+      "fwd_bwd_temp_bytes": timing.compiled_temp_bytes(
+          forward_backward.lower(*inputs).compile()),
   }
   if top_ops:
     result["fwd_top_ops"] = timing.device_time_by_op(lambda: forward(*inputs), top=top_ops)

@@ -63,10 +63,11 @@ def peak_memory_bytes(devices=None) -> int | None:
   return None if None in peaks else max(peaks)
 
 
-def compiled_temp_bytes(jitted: Callable[..., Any], *args) -> int | None:
-  """Bytes of temporaries plus outputs XLA plans for `jitted(*args)` (no run needed)."""
+def compiled_temp_bytes(compiled: jax.stages.Compiled) -> int | None:
+  """Bytes of temporaries plus outputs XLA plans for a compiled program
+  (`jax.jit(f).lower(*args).compile()`; no run needed)."""
   try:
-    analysis = jitted.lower(*args).compile().memory_analysis()
+    analysis = compiled.memory_analysis()
   except Exception:  # Some backends do not implement the analysis.
     return None
   if analysis is None:
