@@ -12,6 +12,8 @@ over entries sorted by slot, each program owning a tile of rows:
   exactly one program: in row order (tile t owns rows [t * row_tile, ...) and the
   contiguous entries of their segments) or, `depth_order`, longest segment first (tile t
   owns rows depth_order[t * row_tile:...], each with its own segment's entries).
+  `row_tiles` lays each row's slot and segment bounds out in that tile order, so a tile
+  loads them as contiguous blocks.
 * Rows past the last segment have `row_slot >= num_slots` and are skipped.
 
 For writes, phase 1's positions in the sorted unique slots already are segment ids, so the
@@ -76,6 +78,34 @@ def depth_order(row_begin: jax.Array) -> jax.Array:
   tiles and most tiles' loops are short (`scan_pallas.KernelConfig.row_order`)."""
   lengths = row_begin[..., 1:] - row_begin[..., :-1]
   return jnp.argsort(-lengths, axis=-1, stable=True).astype(jnp.int32)
+
+
+class RowTiles(NamedTuple):
+  """A layout's rows in the order its row tiles take them: tile t owns positions
+  [t * row_tile, (t + 1) * row_tile). Per position, so a tile loads each field as one
+  contiguous block, all at once, rather than through its rows (a dependent load less)."""
+  rows: jax.Array | None  # [..., rows] the row at each position; None: position = row
+  slot: jax.Array         # [..., rows] its slot, >= num_slots for no row
+  begin: jax.Array        # [..., rows] its segment is the entries [begin, end)
+  end: jax.Array          # [..., rows]
+
+
+ROW_ORDERS = ("slot", "depth")
+
+
+def row_tiles(entries: EntryLayout, row_order: str) -> RowTiles:
+  """The rows of `entries` in row order "slot" (as they are) or "depth" (`depth_order`)."""
+  if row_order not in ROW_ORDERS:
+    raise ValueError(f"row_order must be one of {ROW_ORDERS}, got {row_order!r}")
+  rows = depth_order(entries.row_begin) if row_order == "depth" else None
+  return RowTiles(rows=rows, slot=in_tile_order(entries.row_slot, rows),
+                  begin=in_tile_order(entries.row_begin[..., :-1], rows),
+                  end=in_tile_order(entries.row_begin[..., 1:], rows))
+
+
+def in_tile_order(per_row: jax.Array, rows: jax.Array | None) -> jax.Array:
+  """per_row [..., rows] at the positions of `RowTiles.rows` (None: unchanged)."""
+  return per_row if rows is None else jnp.take_along_axis(per_row, rows, axis=-1)
 
 
 def _layout_by_order(values, order, *, width: int, rows: int, rows_of):

@@ -29,7 +29,9 @@ union of the chunk's written and read slots, so a slot both written and read is 
 stored once; and the row-tile kernels cut their rows into tiles by segment length
 (`KernelConfig.row_order="depth"`), so that the few deep segments of slots the chunk
 reuses share a few tiles. Together 2.6 ms (5%) off `sdm_small`'s training step on the
-H200 (WORKSPACE.md, issue 11, session 27).
+H200 (WORKSPACE.md, issue 11, session 27). A tile's per-row fields (slot, segment bounds,
+decay) are laid out in tile order (`layout.row_tiles`), so it loads each as one contiguous
+block rather than through its rows (0.3 ms off the step, session 28).
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
@@ -123,7 +125,7 @@ L2_HINTS = {
 
 
 BACKWARD_ROWS = ("separate", "union")
-ROW_ORDERS = ("slot", "depth")
+ROW_ORDERS = layout.ROW_ORDERS
 
 
 def _eviction(config: KernelConfig, role: str) -> str | None:
@@ -236,15 +238,6 @@ def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
                  mask=mask, eviction_policy=eviction_policy)
 
 
-def _row_tile_sums(r, lead, rows, contribution, initial):
-  """Per write row i of `rows` [row_tile] of chunk `lead` = (c, bh), `initial[i]` plus the
-  sum over its segment of slot-sorted write entries [row_begin[i], row_begin[i + 1]) in
-  float32 (`_segment_sums`). Returns [row_tile, BD]."""
-  begin = r["row_begin"][(*lead, rows)]
-  end = r["row_begin"][(*lead, rows + 1)]
-  return _segment_sums(begin, end, r["entry_token"].shape[-1], contribution, initial)
-
-
 def _segment_sums(begin, end, num_entries, contribution, initial):
   """`initial[i]` plus the sum over entries [begin[i], end[i]) of `contribution`, for rows
   i of a tile (begin, end [rows]), in float32: at step k every row adds its segment's k-th
@@ -283,9 +276,12 @@ class _RowTile(NamedTuple):
   c: jax.Array         # chunk
   bh: jax.Array        # sequence x head
   cols: jax.Array      # [BD] the slab's columns
+  at: pl.Slice         # its positions in the layout's tile order (`layout.RowTiles`)
   rows: jax.Array      # [row_tile] its rows of the chunk's layout (`KernelConfig.row_order`)
   row_slot: jax.Array  # [row_tile] slot of each row
   valid: jax.Array     # [row_tile] rows that hold a slot
+  begin: jax.Array     # [row_tile] each row's segment is the entries [begin, end)
+  end: jax.Array
 
 
 class _Grid(NamedTuple):
@@ -303,16 +299,18 @@ class _Grid(NamedTuple):
 
 def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _RowTile:
   """The row tile `grid.tile` of slab `grid.slab` of chunk r["chunk"][0] in the write or
-  read layout (kind "write" or "read")."""
+  read layout (kind "write" or "read"): its rows' fields, each one contiguous load."""
   c, bh = r["chunk"][0], grid.bh
   _, cols = _slab_columns(grid.slab, config.block_cols)
   first = pl.multiple_of(grid.tile * config.row_tile, config.row_tile)
+  at = pl.ds(first, config.row_tile)
   if config.row_order == "depth":
-    rows = r[f"{kind}_tile_rows"][c, bh, pl.ds(first, config.row_tile)]
+    rows = r[f"{kind}_tile_rows"][c, bh, at]
   else:
     rows = first + jnp.arange(config.row_tile, dtype=jnp.int32)
-  row_slot = r["row_slot" if kind == "write" else "read_row_slot"][c, bh, rows]
-  return _RowTile(c, bh, cols, rows, row_slot, row_slot < dims.num_slots)
+  row_slot = r[f"{kind}_tile_slot"][c, bh, at]
+  return _RowTile(c, bh, cols, at, rows, row_slot, row_slot < dims.num_slots,
+                  r[f"{kind}_tile_begin"][c, bh, at], r[f"{kind}_tile_end"][c, bh, at])
 
 
 # Kernel refs: plan arrays and results kept for the backward are stacked over chunks
@@ -367,11 +365,12 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   the tile's slots, in place, after saving their old rows in the snapshot."""
   r = dict(zip(names, refs))
   del interpret
-  c, bh, cols, rows, row_slot, valid = _row_tile(r, "write", dims, config, _Grid.of_program())
+  tile = _row_tile(r, "write", dims, config, _Grid.of_program())
+  c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here = (c, bh)
   table = r["table_out"]
   written = gather_rows(table, (bh,), row_slot, cols, valid)
-  pltriton.store(r["snapshot_out"].at[c, bh, rows[:, None], cols[None, :]],
+  pltriton.store(r["snapshot_out"].at[c, bh, tile.rows[:, None], cols[None, :]],
                  written.astype(table.dtype), eviction_policy=_eviction(config, "once"))
   delta_ref = r["delta"] if dims.shared else r["values"]
 
@@ -381,8 +380,9 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
     delta = gather_rows(delta_ref, here, token, cols, entry_valid)
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
-  decay = r["row_decay"][c, bh, rows]
-  new_rows = _row_tile_sums(r, here, rows, update, decay[:, None] * written)
+  decay = r["write_tile_decay"][c, bh, tile.at]
+  new_rows = _segment_sums(tile.begin, tile.end, r["entry_token"].shape[-1], update,
+                           decay[:, None] * written)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
 
 
@@ -440,7 +440,7 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   snapshot of the next chunk (this one or a later one) that wrote s, or the final table if
   none did (`next_write`)."""
   del interpret
-  _read_rows(dict(zip(names, refs)), dims, config, _Grid.of_program(), unwritten_only=False)
+  _read_rows(dict(zip(names, refs)), dims, config, _Grid.of_program())
 
 
 def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -448,8 +448,9 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   launch over the union of the chunk's written and read slots (`KernelConfig.backward_rows`
   "union"). A write tile also sums the read cotangents of its rows that the chunk reads (as
   the chunk found them, they are the snapshot rows it has just loaded); a read tile takes
-  the read rows the chunk does not write. So a slot both written and read is loaded and
-  stored once, and the chunk's backward is one launch fewer."""
+  the read rows the chunk does not write (their read tiles hold no slot there:
+  `_union_rows`). So a slot both written and read is loaded and stored once, and the
+  chunk's backward is one launch fewer."""
   del interpret
   r = dict(zip(names, refs))
   write_tiles = dims.write_rows // config.row_tile
@@ -461,8 +462,7 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
 
   @pl.when(grid.tile >= write_tiles)
   def _():
-    _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles),
-               unwritten_only=True)
+    _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles))
 
 
 def _read_cotangent(r, here, slab, cols, table_rows):
@@ -484,8 +484,10 @@ def _read_cotangent(r, here, slab, cols, table_rows):
 def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_reads: bool):
   """The written-rows kernel's work for write row tile `grid.tile` (see
   `_bwd_written_kernel`); with_reads: also the read cotangents of the rows the chunk reads
-  (`write_read_row`)."""
-  c, bh, cols, rows, row_slot, valid = _row_tile(r, "write", dims, config, grid)
+  (their read segments: `_union_rows`)."""
+  tile = _row_tile(r, "write", dims, config, grid)
+  c, bh, cols, rows, row_slot, valid = (tile.c, tile.bh, tile.cols, tile.rows, tile.row_slot,
+                                        tile.valid)
   here, slab = (c, bh), grid.slab
   written = pltriton.load(r["snapshot"].at[c, bh, rows[:, None], cols[None, :]],
                           eviction_policy=_eviction(config, "once"))
@@ -496,7 +498,7 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
   d_table = r["d_table_out"]
   d_end = gather_rows(d_table, (bh,), row_slot, cols, valid)
   pltriton.store(r["d_row_decay_out"].at[c, bh, slab, rows], jnp.sum(d_end * written, axis=1))
-  d_start = r["row_decay"][c, bh, rows][:, None] * d_end
+  d_start = r["write_tile_decay"][c, bh, tile.at][:, None] * d_end
   if dims.shared:
     def start_estimate(entries, entry_valid, store_at):
       token = r["entry_token"][c, bh, entries]
@@ -506,25 +508,21 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
                      jnp.sum(written * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = _row_tile_sums(r, here, rows, start_estimate, d_start)
-  if with_reads:
-    read_row = r["write_read_row"][c, bh, rows]  # -1: the chunk does not read s
-    has_reads = valid & (read_row >= 0)
-    at = jnp.where(has_reads, read_row, 0)
-    begin = jnp.where(has_reads, r["read_row_begin"][c, bh, at], 0)
-    end = jnp.where(has_reads, r["read_row_begin"][c, bh, at + 1], 0)
+    d_start = _segment_sums(tile.begin, tile.end, r["entry_token"].shape[-1], start_estimate,
+                            d_start)
+  if with_reads:  # an empty segment where the chunk does not read s
+    begin = r["write_tile_read_begin"][c, bh, tile.at]
+    end = r["write_tile_read_end"][c, bh, tile.at]
     d_start = _segment_sums(begin, end, r["read_entry_token"].shape[-1],
                             _read_cotangent(r, here, slab, cols, written), d_start)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid, _eviction(config, "last"))
 
 
-def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, unwritten_only: bool):
-  """The read-rows kernel's work for read row tile `grid.tile` (see `_bwd_read_kernel`);
-  unwritten_only: skip the rows of slots the chunk also writes (`read_write_row`)."""
-  c, bh, cols, rows, row_slot, valid = _row_tile(r, "read", dims, config, grid)
+def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid):
+  """The read-rows kernel's work for read row tile `grid.tile` (see `_bwd_read_kernel`)."""
+  tile = _row_tile(r, "read", dims, config, grid)
+  c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here, slab = (c, bh), grid.slab
-  if unwritten_only:
-    valid = valid & (r["read_write_row"][c, bh, rows] < 0)
 
   # Each entry's table row is its row's: loaded once for the tile.
   once = _eviction(config, "once")
@@ -535,12 +533,9 @@ def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, unwritten_o
                + gather_rows(r["final_table"], (bh,), row_slot, cols, valid & ~kept, once))
   d_table = r["d_table_out"]
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
-  begin = r["read_row_begin"][c, bh, rows]
-  end = r["read_row_begin"][c, bh, rows + 1]
-  if unwritten_only:
-    end = jnp.where(valid, end, begin)  # the skipped rows' entries are a write tile's
+  end = jnp.where(valid, tile.end, tile.begin)  # a union's skipped rows: a write tile's
   _scatter(d_table, (bh,), row_slot, cols,
-           _segment_sums(begin, end, r["read_entry_token"].shape[-1],
+           _segment_sums(tile.begin, end, r["read_entry_token"].shape[-1],
                          _read_cotangent(r, here, slab, cols, tile_rows), current), valid)
 
 
@@ -621,12 +616,17 @@ def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
                                                 dims.num_slots)),
       write_slot=_chunk_major(layout.pad_entries(write_slot, dims.writes, dims.num_slots)),
       entry_token=writes.token,
-      row_begin=writes.row_begin,
-      row_slot=writes.row_slot,
+      **_tile_inputs("write", layout.row_tiles(writes, config.row_order)),
   )
-  if config.row_order == "depth":
-    int_xs.update(write_tile_rows=layout.depth_order(writes.row_begin))
   return int_xs, writes
+
+
+def _tile_inputs(kind: str, tiles: layout.RowTiles) -> dict:
+  """The kernels' names for the row tiles of the write or read layout."""
+  xs = {f"{kind}_tile_{field}": getattr(tiles, field) for field in ("slot", "begin", "end")}
+  if tiles.rows is not None:
+    xs[f"{kind}_tile_rows"] = tiles.rows
+  return xs
 
 
 def _write_inputs(coefs: ChunkCoefs, int_xs: dict, writes: layout.EntryLayout, dims: _Dims):
@@ -639,7 +639,9 @@ def _write_inputs(coefs: ChunkCoefs, int_xs: dict, writes: layout.EntryLayout, d
       values=f32(coefs.values),
       update_coef=layout.pad_entries(f32(coefs.update_coef), dims.writes, 0),
       entry_update_coef=_sorted(f32(coefs.update_coef), writes, dims.writes),
-      row_decay=layout.pad_entries(f32(coefs.end_decay), dims.write_rows, 0),
+      write_tile_decay=layout.in_tile_order(
+          layout.pad_entries(f32(coefs.end_decay), dims.write_rows, 0),
+          int_xs.get("write_tile_rows")),
   )
   if dims.shared:
     xs.update(write_coef=layout.pad_entries(f32(coefs.write_coef), dims.writes, 0),
@@ -648,26 +650,41 @@ def _write_inputs(coefs: ChunkCoefs, int_xs: dict, writes: layout.EntryLayout, d
   return xs
 
 
-def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelConfig):
-  """Slot-sorted read entries and read row tiles (the backward's scatter of d_out)."""
+def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelConfig,
+                 write_tile_rows: jax.Array | None):
+  """Slot-sorted read entries and read row tiles (the backward's scatter of d_out);
+  write_tile_rows: the write layout's `layout.RowTiles.rows`."""
   reads = jax.tree.map(_chunk_major, layout.read_layout(
       ids.read_idx, ids.read_order, num_slots=dims.num_slots, width=dims.reads,
       row_tile=config.row_tile))
   xs = dict(read_entry_token=reads.token,
-            read_row_begin=reads.row_begin, read_row_slot=reads.row_slot,
             read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,
                                     dims.reads))
-  if config.row_order == "depth":
-    xs.update(read_tile_rows=layout.depth_order(reads.row_begin))
+  read_tile_layout = reads
   if config.backward_rows == "union":
-    xs.update(_union_rows(_chunk_major(ids.read_pos), reads, dims, ids.slots.shape[-1]))
+    union = _union_rows(_chunk_major(ids.read_pos), reads, dims, ids.slots.shape[-1])
+    # The read tiles take only the slots the chunk does not write.
+    read_tile_layout = reads._replace(row_slot=jnp.where(
+        union.read_write_row >= 0, dims.num_slots, reads.row_slot))
+    # A write tile sums the read segment of each of its rows that the chunk reads.
+    read_row = jnp.maximum(union.write_read_row, 0)
+    is_read = union.write_read_row >= 0
+    segment = lambda bound: layout.in_tile_order(jnp.where(  # noqa: E731
+        is_read, jnp.take_along_axis(bound, read_row, axis=-1), 0), write_tile_rows)
+    xs.update(write_tile_read_begin=segment(reads.row_begin[..., :-1]),
+              write_tile_read_end=segment(reads.row_begin[..., 1:]))
+  xs.update(_tile_inputs("read", layout.row_tiles(read_tile_layout, config.row_order)))
   return xs, reads
 
 
-def _union_rows(read_pos, reads: layout.EntryLayout, dims: _Dims, unwritten: int):
-  """What `_bwd_union_kernel` needs to split the slots both written and read between its
-  tiles: read_write_row [n, BH, read rows] (the slot's write row, -1 if the chunk does not
-  write it) and write_read_row [n, BH, write rows] (the slot's read row, -1 if not read).
+class _UnionRows(NamedTuple):
+  read_write_row: jax.Array  # [n, BH, read rows] the slot's write row, -1 if not written
+  write_read_row: jax.Array  # [n, BH, write rows] the slot's read row, -1 if not read
+
+
+def _union_rows(read_pos, reads: layout.EntryLayout, dims: _Dims, unwritten: int
+                ) -> _UnionRows:
+  """How `_bwd_union_kernel` splits the slots both written and read between its tiles.
   read_pos [n, BH, C, R]: each read's write row, `unwritten` (U) if none."""
   padded = layout.pad_entries(read_pos.astype(jnp.int32), dims.reads, unwritten)
 
@@ -684,19 +701,18 @@ def _union_rows(read_pos, reads: layout.EntryLayout, dims: _Dims, unwritten: int
   flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
   read_write_row, write_read_row = jax.vmap(one)(
       flat(padded), flat(reads.order), flat(reads.row_begin), flat(reads.row_slot))
-  return dict(read_write_row=read_write_row.reshape(*lead, -1),
-              write_read_row=write_read_row.reshape(*lead, -1))
+  return _UnionRows(read_write_row.reshape(*lead, -1), write_read_row.reshape(*lead, -1))
 
 
 def _pick(xs, *names):
   return {n: xs[n] for n in names}
 
 
-def _tile_rows(xs, *kinds):
-  """The row tiles' row orders of layouts `kinds` ("write", "read") where
-  `KernelConfig.row_order` makes them (`layout.depth_order`); {} in slot order."""
-  return {f"{kind}_tile_rows": xs[f"{kind}_tile_rows"] for kind in kinds
-          if f"{kind}_tile_rows" in xs}
+def _tiles(xs, *kinds):
+  """The row tiles' arrays (`_tile_inputs`, `write_tile_decay`, the union's read segments)
+  of layouts `kinds` ("write", "read")."""
+  return {name: x for name, x in xs.items()
+          if any(name.startswith(f"{kind}_tile_") for kind in kinds)}
 
 
 def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -724,8 +740,7 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   saved = dict(saved, **dense)
 
   scatter_in = dict(table=table, snapshot=saved["snapshot"], **_pick(
-      xs, "values", "entry_token", "row_begin", "entry_update_coef",
-      "row_slot", "row_decay"), **_tile_rows(xs, "write"))
+      xs, "values", "entry_token", "entry_update_coef"), **_tiles(xs, "write"))
   if dims.shared:
     scatter_in.update(delta=saved["delta"])
   scattered = _call(_fwd_scatter_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
@@ -762,20 +777,18 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
 
   written_stacked = ("d_row_decay", "d_entry_write_coef") if dims.shared else ("d_row_decay",)
   written_in = dict(next_write=next_write, d_table=d_table, **_pick(grads, *written_stacked),
-                    **_pick(xs, "snapshot", "row_slot", "row_decay"), **_tile_rows(xs, "write"))
+                    **_pick(xs, "snapshot"), **_tiles(xs, "write"))
   if dims.shared:
     written_in.update(d_values=grads["d_values"], **_pick(
-        xs, "entry_token", "row_begin", "entry_write_coef"))
+        xs, "entry_token", "entry_write_coef"))
   written_out = dict(next_write=next_write, d_table=d_table,
                      **_pick(grads, *written_stacked))
-  read_names = ("final_table", "snapshot_rows", "d_out", "read_entry_token", "read_row_begin",
-                "read_entry_coef", "read_row_slot")
+  read_names = ("final_table", "snapshot_rows", "d_out", "read_entry_token", "read_entry_coef")
   write_tiles = dims.write_rows // config.row_tile
   read_tiles = dims.read_rows // config.row_tile
   if config.backward_rows == "union":
     union_in = dict(written_in, d_entry_read_coef=grads["d_entry_read_coef"],
-                    **_pick(xs, *read_names, "write_read_row", "read_write_row"),
-                    **_tile_rows(xs, "read"))
+                    **_pick(xs, *read_names), **_tiles(xs, "read"))
     union_out = dict(written_out, d_entry_read_coef=grads["d_entry_read_coef"])
     union = _call(_bwd_union_kernel, (bh, write_tiles + read_tiles, slabs), c, union_in,
                   union_out, aliases=tuple(union_out), **kw)
@@ -787,7 +800,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   grads = dict(grads, **_pick(written, *written_stacked))
   read_in = dict(next_write=written["next_write"], d_table=written["d_table"],
                  d_entry_read_coef=grads["d_entry_read_coef"], **_pick(xs, *read_names),
-                 **_tile_rows(xs, "read"))
+                 **_tiles(xs, "read"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
   read = _call(_bwd_read_kernel, (bh, read_tiles, slabs), c, read_in, read_out,
                aliases=tuple(read_out), **kw)
@@ -835,7 +848,7 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   dims = _dims(final.shape, ids, coefs.solve is not None, config)
   bh, slabs = dims.batch_heads, value_dim // config.block_cols
   xs = _write_inputs(coefs, int_xs, writes, dims)
-  read_xs, reads = _read_inputs(coefs, ids, dims, config)
+  read_xs, reads = _read_inputs(coefs, ids, dims, config, int_xs.get("write_tile_rows"))
   d_out_chunks = _chunk_major(d_out.astype(jnp.float32))
   xs = dict(xs, **read_xs, **saved, d_out=d_out_chunks)
   # The backward never writes the table: each chunk's rows as it found them are read from

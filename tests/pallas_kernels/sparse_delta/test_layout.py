@@ -105,3 +105,31 @@ def test_depth_order_puts_long_segments_first_and_keeps_row_order_among_equals()
     assert np.all(np.diff(ordered) <= 0)  # longest first
     for length in set(ordered):  # among equal lengths, rows in their layout order
       assert np.all(np.diff(rows[ordered == length]) > 0)
+
+
+@pytest.mark.parametrize("row_order", ["slot", "depth"])
+def test_row_tiles_hold_each_rows_slot_and_segment_at_its_position(row_order):
+  rng = np.random.default_rng(4)
+  read_idx = rng.integers(0, 40, (2, 8, 4)).astype(np.int32)  # [chunks, C, R], repeats
+  read_order = np.argsort(read_idx.reshape(2, -1), axis=-1, kind="stable").astype(np.int32)
+  entries = layout.read_layout(jnp.asarray(read_idx), jnp.asarray(read_order), num_slots=40,
+                               width=4, row_tile=8)
+  tiles = layout.row_tiles(entries, row_order)
+  row_slot, begin = np.asarray(entries.row_slot), np.asarray(entries.row_begin)
+  rows = (np.broadcast_to(np.arange(row_slot.shape[-1]), row_slot.shape)
+          if tiles.rows is None else np.asarray(tiles.rows))
+  assert (tiles.rows is None) == (row_order == "slot")
+  lengths = np.take_along_axis(begin[:, 1:] - begin[:, :-1], rows, axis=-1)
+  assert row_order == "slot" or np.all(np.diff(lengths, axis=-1) <= 0)
+  for chunk in range(2):
+    for position, row in enumerate(rows[chunk]):
+      assert tiles.slot[chunk, position] == row_slot[chunk, row]
+      assert tiles.begin[chunk, position] == begin[chunk, row]
+      assert tiles.end[chunk, position] == begin[chunk, row + 1]
+
+
+def test_row_tiles_reject_an_unknown_row_order():
+  entries = layout.read_layout(jnp.zeros((1, 2, 2), jnp.int32), jnp.zeros((1, 4), jnp.int32),
+                               num_slots=4, width=2, row_tile=4)
+  with pytest.raises(ValueError, match="row_order"):
+    layout.row_tiles(entries, "random")
