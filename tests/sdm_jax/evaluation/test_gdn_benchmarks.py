@@ -13,8 +13,11 @@ from sdm_jax.evaluation import gdn_benchmarks
 def test_benchmark_runs_at_tiny_shapes():
   result = gdn_benchmarks.benchmark(batch=1, seq_len=10, heads=2, key_dim=4, value_dim=3,
                                     chunk_size=4, dtype=jnp.float32, impl="auto", warmup=1,
-                                    repeats=2, state_pass="scan")
+                                    repeats=2, state_pass="scan", top_ops=2)
   assert result["impl"] == "chunked" and result["state_pass"] == "scan"
+  # Empty on CPU (no device ops recorded); lists of the costliest ops on a GPU.
+  assert isinstance(result["fwd_top_ops"], list)
+  assert isinstance(result["fwd_bwd_top_ops"], list)
   assert result["fwd_ms"] > 0 and result["fwd_bwd_ms"] > 0
   assert (result["batch"], result["seq_len"], result["heads"]) == (1, 10, 2)
   assert (result["key_dim"], result["value_dim"], result["dtype"]) == (4, 3, "float32")
