@@ -12,7 +12,8 @@ along the row axis for all of them at once):
    "scan" reduces over the whole half; "groups" keeps the best untaken entry of each group
    of `group_size` entries, reduces over those group bests and reloads (from memory) only
    the winner's group to find its next best, so a round touches S / group_size +
-   group_size entries instead of S;
+   group_size entries instead of S; both halves' rounds run in one loop, as two
+   independent chains;
 2. the pair grid pruned to ranks (i + 1)(j + 1) <= k: pair (i, j) is beaten by every pair
    of lower or equal ranks in both halves, (i + 1)(j + 1) - 1 of them, so only those can be
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). Blocks must have
@@ -195,40 +196,46 @@ def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
   return _picks_by_rank(log, rows, ranks)
 
 
-def _groups_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
-                 sub_keys: int, rounds: int, pick: str, group_size: int):
-  """As `_scan_half` by a tournament over groups of `group_size` consecutive entries
-  (module docstring, step 1, "groups")."""
+def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: int,
+                   rounds: int, pick: str, group_size: int):
+  """`_scan_half`'s result for both halves (offsets 0 and S; ranks and logs per half) by a
+  tournament over groups of `group_size` consecutive entries (module docstring, step 1,
+  "groups"). One loop runs both halves' rounds: two independent chains per iteration, so
+  each one's reductions and reload overlap the other's (two loops, one per half, were
+  17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
   half_block = next_power_of_two(sub_keys)
   size = min(group_size, half_block)
   groups = half_block // size
   group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]       # [1, G]
   in_group = jnp.arange(size, dtype=jnp.int32)                      # [g]
-  tile = _keys(scores_ref, rows._replace(load=rows.load[:, :, None]), offset,
-               group_lanes[:, :, None] * size + in_group, sub_keys)  # [R, G, g]
-  best = jnp.max(tile, axis=2)                                       # [R, G]
-  best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
-  best_col = group_lanes * size + best_col  # ties of a group: its first entry
+  offsets = (0, sub_keys)
 
-  def round_(r, carry):
-    best, best_col = carry
-    top = jnp.max(best, axis=1, keepdims=True)                       # [R, 1]
-    # Groups hold increasing indices: the lowest index among equal group bests.
+  def init(offset):
+    tile = _keys(scores_ref, rows._replace(load=rows.load[:, :, None]), offset,
+                 group_lanes[:, :, None] * size + in_group, sub_keys)  # [R, G, g]
+    best = jnp.max(tile, axis=2)
+    best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
+    return best, group_lanes * size + best_col
+
+  def half_round(r, offset, log, best, best_col):
+    top = jnp.max(best, axis=1, keepdims=True)
     pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
     _log_pick(log, rows, r, pick_col)
-    group = pick_col // size                                         # [R, 1]
-    cols = group * size + in_group                                   # [R, g]
+    group = pick_col // size
+    cols = group * size + in_group
     keys = _keys(scores_ref, rows, offset, cols, sub_keys)
-    # Entries of the group after the pick in (key desc, index asc) order are untaken:
-    # every earlier one was taken in an earlier round.
     keys = jnp.where((keys < top) | ((keys == top) & (cols > pick_col)), keys, _TAKEN)
     new_best = jnp.max(keys, axis=1, keepdims=True)
     new_col = group * size + _first_max_lane(keys, pick)[:, None]
     won = group_lanes == group
     return jnp.where(won, new_best, best), jnp.where(won, new_col, best_col)
 
-  lax.fori_loop(0, rounds, round_, (best, best_col))
-  return _picks_by_rank(log, rows, ranks)
+  def round_(r, carry):
+    return tuple(x for half in range(2) for x in half_round(
+        r, offsets[half], logs[half], *carry[2 * half:2 * half + 2]))
+
+  lax.fori_loop(0, rounds, round_, (*init(0), *init(sub_keys)))
+  return tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
 
 
 # Candidates per group of the final selection's tournament.
@@ -308,14 +315,16 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, candidates_re
             for start, size in zip(starts, parts))
       for half in (0, 1))  # per part [1, P]
 
+  logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
   if config.half_select == "groups":
-    half = functools.partial(_groups_half, group_size=config.group_size)
+    first_idx, second_idx = _groups_halves(
+        scores_ref, rows, (first_rank, second_rank), logs, sub_keys=sub_keys,
+        rounds=per_half, pick=config.pick, group_size=config.group_size)
   else:
-    half = _scan_half
-  half = functools.partial(half, scores_ref, rows, sub_keys=sub_keys, rounds=per_half,
-                           pick=config.pick)
-  first_idx = half(0, first_rank, _PickLog(picks_ref, 0, interpret))  # [R, P] per part
-  second_idx = half(sub_keys, second_rank, _PickLog(picks_ref, 1, interpret))
+    half = functools.partial(_scan_half, scores_ref, rows, sub_keys=sub_keys,
+                             rounds=per_half, pick=config.pick)
+    first_idx = half(0, first_rank, logs[0])  # [R, P] per part
+    second_idx = half(sub_keys, second_rank, logs[1])
   width = 2 * sub_keys
   keys, slots = [], []
   for first, second, rank in zip(first_idx, second_idx, first_rank):
