@@ -208,33 +208,37 @@ def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: in
   groups = half_block // size
   group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]       # [1, G]
   in_group = jnp.arange(size, dtype=jnp.int32)                      # [g]
-  offsets = (0, sub_keys)
 
-  def init(offset):
+  def group_bests(offset):
     tile = _keys(scores_ref, rows._replace(load=rows.load[:, :, None]), offset,
                  group_lanes[:, :, None] * size + in_group, sub_keys)  # [R, G, g]
-    best = jnp.max(tile, axis=2)
+    best = jnp.max(tile, axis=2)                                       # [R, G]
     best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
-    return best, group_lanes * size + best_col
+    return best, group_lanes * size + best_col  # ties of a group: its first entry
 
   def half_round(r, offset, log, best, best_col):
-    top = jnp.max(best, axis=1, keepdims=True)
+    top = jnp.max(best, axis=1, keepdims=True)                       # [R, 1]
+    # Groups hold increasing indices: the lowest index among equal group bests.
     pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
     _log_pick(log, rows, r, pick_col)
-    group = pick_col // size
-    cols = group * size + in_group
+    group = pick_col // size                                         # [R, 1]
+    cols = group * size + in_group                                   # [R, g]
     keys = _keys(scores_ref, rows, offset, cols, sub_keys)
+    # Entries of the group after the pick in (key desc, index asc) order are untaken:
+    # every earlier one was taken in an earlier round.
     keys = jnp.where((keys < top) | ((keys == top) & (cols > pick_col)), keys, _TAKEN)
     new_best = jnp.max(keys, axis=1, keepdims=True)
     new_col = group * size + _first_max_lane(keys, pick)[:, None]
     won = group_lanes == group
     return jnp.where(won, new_best, best), jnp.where(won, new_col, best_col)
 
-  def round_(r, carry):
-    return tuple(x for half in range(2) for x in half_round(
-        r, offsets[half], logs[half], *carry[2 * half:2 * half + 2]))
+  offsets = (0, sub_keys)
 
-  lax.fori_loop(0, rounds, round_, (*init(0), *init(sub_keys)))
+  def round_(r, halves):  # halves: per half (best, best_col)
+    return tuple(half_round(r, offset, log, *half)
+                 for offset, log, half in zip(offsets, logs, halves))
+
+  lax.fori_loop(0, rounds, round_, tuple(group_bests(offset) for offset in offsets))
   return tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
 
 

@@ -35,7 +35,8 @@ def benchmark_train_step(model_config: LMConfig, train_config: TrainConfig, *, w
   which the step donates) and, with `top_ops` > 0, "top_ops" (`timing.device_time_by_op`).
   """
   if warmup < 1:
-    raise ValueError(f"warmup must be >= 1 (the first call compiles), got {warmup}")
+    raise ValueError(f"warmup must be >= 1 (the first call's one-time costs are not "
+                     f"timed), got {warmup}")
   mesh = make_mesh(train_config.mesh, num_devices=train_config.num_devices)
   model = LM(model_config)
   optimizer = optimizer_for(train_config)
