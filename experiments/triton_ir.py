@@ -17,7 +17,9 @@ prints, in launch order) and `launch.json` (each kernel's warps and stages).
 With Triton installed in a separate environment (the version the GPU's JAX uses),
 `triton_ir_stats.py` compiles those files for sm_90 and reports registers, spills, shared
 memory and instruction counts: a static check of a kernel change before any device time
-(it also catches primitives the Triton lowering lacks, at lowering here). The chunked
+(it also catches primitives the Triton lowering lacks, at lowering here). On the GPU,
+XLA compiles the same IR with its own Triton, which need not lay kernels out the same way:
+`experiments/cached_binaries.py` reads what it built. The chunked
 kernels' per-chunk shapes do not depend on T, so a short sequence gives the kernels of a
 long one.
 """

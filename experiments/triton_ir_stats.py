@@ -13,6 +13,14 @@ issued per program = the count outside the loops + each body times its trips (th
 are the kernel's own: rounds, chunks, blocks). A static estimate, not a timing. Each
 kernel compiles with the warps and pipeline stages its pallas_call asked for, from
 DIR/launch.json (written by triton_ir.py), else the flags.
+
+The Triton that pip installs need not compile a kernel as XLA's own Triton does on the GPU
+(session 30: a change that this tool saw cut the row gathers' instructions 3-4x left the
+H200's step time unchanged). So DIR may also hold `*.cubin` files, such as
+`devrun`-style scripts pull from a JAX compilation cache on the GPU machine: each function
+in them is reported the same way (registers and warps as compiled; shared memory: the
+cubin's static figure, which is not what Triton asks for at launch), so the code that ran
+can be read without a GPU.
 """
 
 from __future__ import annotations
@@ -97,11 +105,56 @@ def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
           "loop_bodies": loop_bodies(sass)}
 
 
+def _split_functions(sass: str) -> dict[str, str]:
+  """An `nvdisasm -c` listing of a whole cubin -> {function name: its listing}."""
+  parts = re.split(r"^//-+ \.text\.(\S+)\s+-+\s*$", sass, flags=re.M)
+  return dict(zip(parts[1::2], parts[2::2]))
+
+
+def _requested_threads(elf_dump: str) -> dict[str, int]:
+  """{function: threads per program} from `cuobjdump -elf` (EIATTR_REQNTID x)."""
+  threads = {}
+  for name, body in re.findall(r"^\.nv\.info\.(\S+)\n(.*?)(?=^\.\S|\Z)", elf_dump,
+                               re.M | re.S):
+    found = re.search(r"EIATTR_REQNTID\s+Format:\s+\S+\s+Value:\s+(0x[0-9a-f]+)", body)
+    if found:
+      threads[name] = int(found.group(1), 16)
+  return threads
+
+
+def cubin_stats(path: str, name_filter: str = "") -> list[dict]:
+  """Per function of a cubin whose name matches `name_filter`, what `kernel_stats` reports
+  (warps from the function's requested threads, 4 if it names none)."""
+  import triton  # pylint: disable=g-import-not-at-top
+  tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+  run = lambda *args: subprocess.run([os.path.join(tools, args[0]), *args[1:], path],  # noqa: E731
+                                     capture_output=True, text=True, check=True).stdout
+  usage = dict(re.findall(r"Function (\S+):\n\s+(REG:\d+ .*)", run("cuobjdump", "-res-usage")))
+  threads = _requested_threads(run("cuobjdump", "-elf"))
+  stats = []
+  for name, sass in _split_functions(run("nvdisasm", "-c")).items():
+    if not re.search(name_filter, name) or name not in usage:
+      continue
+    registers = int(re.search(r"REG:(\d+)", usage[name]).group(1))
+    shared = int(re.search(r"SHARED:(\d+)", usage[name]).group(1))
+    num_warps = max(1, threads.get(name, 128) // 32)
+    stats.append({"kernel": f"{os.path.basename(path)}:{name}", "num_warps": num_warps,
+                  "registers": registers,
+                  "spill_bytes": int(re.search(r"LOCAL:(\d+)", usage[name]).group(1)),
+                  "shared_bytes": shared,
+                  "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
+                  "programs_per_sm": programs_per_sm(registers, shared, num_warps),
+                  "loop_bodies": loop_bodies(sass)})
+  return stats
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("directory")
   parser.add_argument("--num_warps", type=int, default=4, help="without launch.json")
   parser.add_argument("--num_stages", type=int, default=1, help="without launch.json")
+  parser.add_argument("--functions", default="",
+                      help="cubins: report only functions matching this regex")
   args = parser.parse_args()
   launch_file = os.path.join(args.directory, "launch.json")
   launch = {}
@@ -110,10 +163,14 @@ def main():
       launch = json.load(f)
   print(f"{'kernel':32} {'warps':>5} {'regs':>5} {'spills':>7} {'shared':>7} {'instrs':>7} "
         f"{'per SM':>7}  loop bodies")
+  stats = []
   for path in sorted(glob.glob(os.path.join(args.directory, "*.ttir"))):
     asked = launch.get(os.path.basename(path), {})
-    s = kernel_stats(path, asked.get("num_warps", args.num_warps),
-                     asked.get("num_stages", args.num_stages))
+    stats.append(kernel_stats(path, asked.get("num_warps", args.num_warps),
+                              asked.get("num_stages", args.num_stages)))
+  for path in sorted(glob.glob(os.path.join(args.directory, "*.cubin"))):
+    stats.extend(cubin_stats(path, args.functions))
+  for s in stats:
     print(f"{s['kernel']:32} {s['num_warps']:>5} {s['registers']:>5} {s['spill_bytes']:>7} "
           f"{s['shared_bytes']:>7} {s['instructions']:>7} {s['programs_per_sm']:>7}  "
           f"{' '.join(map(str, s['loop_bodies'])) or '-'}")

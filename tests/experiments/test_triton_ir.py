@@ -102,3 +102,33 @@ def test_stats_compile_a_dumped_kernel(tmp_path):
   stats = triton_ir_stats.kernel_stats(path, config.num_warps)
   assert stats["registers"] > 0 and stats["instructions"] > 0 and stats["programs_per_sm"] >= 1
   assert stats["loop_bodies"] and max(stats["loop_bodies"]) < stats["instructions"]
+
+
+def test_cubin_listings_split_by_function():
+  sass = """
+//--------------------- .text.bwd_union_kernel  --------------------------
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   EXIT ;
+//--------------------- .text.fwd_gather_kernel --------------------------
+        /*0000*/                   EXIT ;
+"""
+  functions = triton_ir_stats._split_functions(sass)  # pylint: disable=protected-access
+  assert list(functions) == ["bwd_union_kernel", "fwd_gather_kernel"]
+  assert functions["bwd_union_kernel"].count("/*00") == 2
+
+
+def test_cubin_warps_come_from_each_functions_requested_threads():
+  elf = """.nv.info.bwd_union_kernel
+	<0x1>
+	Attribute:	EIATTR_REQNTID
+	Format:	EIFMT_SVAL
+	Value:	0x80 0x1 0x1 
+.nv.info.product_key_topk_kernel
+	Attribute:	EIATTR_REQNTID
+	Format:	EIFMT_SVAL
+	Value:	0x20 0x1 0x1 
+.nv.info
+	Attribute:	EIATTR_CUDA_API_VERSION
+"""
+  threads = triton_ir_stats._requested_threads(elf)  # pylint: disable=protected-access
+  assert threads == {"bwd_union_kernel": 128, "product_key_topk_kernel": 32}
