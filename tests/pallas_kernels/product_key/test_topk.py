@@ -29,6 +29,7 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=4, pick="argmax"),
     topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=2),
+    topk_pallas.KernelConfig(half_select="scan", block_rows=8, num_warps=2),
 ]
 
 
