@@ -17,10 +17,10 @@ DIR/launch.json (written by triton_ir.py), else the flags.
 The Triton that pip installs need not compile a kernel as XLA's own Triton does on the GPU
 (session 30: a change that this tool saw cut the row gathers' instructions 3-4x left the
 H200's step time unchanged). So DIR may also hold `*.cubin` files, such as
-`devrun`-style scripts pull from a JAX compilation cache on the GPU machine: each function
-in them is reported the same way (registers and warps as compiled; shared memory: the
-cubin's static figure, which is not what Triton asks for at launch), so the code that ran
-can be read without a GPU.
+`experiments/cached_binaries.py` pulls from a JAX compilation cache on the GPU: each
+function in them is reported the same way (registers and warps as compiled; shared
+memory: the cubin's static figure, which is not what Triton asks for at launch), so the
+code that ran can be read without a GPU.
 """
 
 from __future__ import annotations

@@ -225,10 +225,11 @@ def _blocked_dot(mat_ref, rhs_ref, mat_lead, rhs_lead, cols0, config, chunk, int
 def gather_rows(ref, lead, rows, cols, valid, eviction_policy=None):
   """ref[*lead, rows, cols] widened to float32, zero where not valid. rows, valid [...]."""
   idx = rows[..., None]
-  # New axes by indexing (tt.expand_dims), not by reshape: Triton's alignment analysis
-  # does not see through tt.reshape, and without knowing the columns contiguous it gave
-  # every gather a layout with one column per thread and the rows across lanes
-  # (uncoalesced scalar loads; in the row-tile loops, reductions across warps).
+  # New axes by indexing (tt.expand_dims), not by reshape: pip Triton 3.6.0's alignment
+  # analysis does not see through tt.reshape and, not knowing the columns contiguous, gave
+  # every gather one column per thread with the rows across lanes (uncoalesced scalar
+  # loads). On the H200, XLA's own Triton built the reshape form no slower (WORKSPACE.md,
+  # issue 11, session 30); this form leaves neither compiler anything to infer.
   col_idx = cols[(None,) * rows.ndim]
   mask = jnp.broadcast_to(valid[..., None], (*rows.shape, cols.shape[0]))
   return pltriton.load(ref.at[(*lead, idx, col_idx)], mask=mask, other=0,
