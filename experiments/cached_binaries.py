@@ -28,8 +28,9 @@ from experiments import cli
 from jax._src import compilation_cache
 
 _FROM_CACHE = flags.DEFINE_string("from_cache", None, "A JAX compilation cache directory.",
-                                 required=True)
-_BINARIES_DIR = flags.DEFINE_string("binaries_dir", None, "Where the objects go.", required=True)
+                                  required=True)
+_BINARIES_DIR = flags.DEFINE_string("binaries_dir", None, "Where the objects go.",
+                                    required=True)
 
 CACHE_SUFFIX = "-cache"
 _ELF64 = b"\x7fELF\x02"
