@@ -112,6 +112,18 @@ class KernelConfig(NamedTuple):
   # `sdm_small`'s step on the H200: 47.29 / 47.36 ms against 48.69 / 48.69 in slot order,
   # 46.08 / 46.16 with the union backward (session 27).
   row_order: str = "depth"
+  # The backward's row kernels (union, or written and read) on their own column slabs and
+  # warps (None: block_cols, num_warps). Their per-entry work (token and coefficient
+  # loads, the coefficient gradients' stores and per-slab partial sums) is per slab, so
+  # wider slabs do less of it; more warps keep the registers per thread.
+  backward_rows_cols: int | None = None
+  backward_rows_warps: int | None = None
+
+  def backward_rows_config(self) -> "KernelConfig":
+    """The config the backward's row kernels run with."""
+    return self._replace(
+        block_cols=self.backward_rows_cols or self.block_cols,
+        num_warps=self.backward_rows_warps or self.num_warps)
 
 
 # KernelConfig.l2_hints -> the eviction policy of each role of a row load or store: "once"
@@ -166,17 +178,22 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
   if config.l2_hints not in L2_HINTS:
     raise ValueError(f"KernelConfig.l2_hints must be one of {tuple(L2_HINTS)}, "
                      f"got {config.l2_hints!r}")
-  if value_dim % config.block_cols:
-    raise ValueError(f"KernelConfig.block_cols must divide Dv = {value_dim}, "
-                     f"got {config.block_cols}")
+  for field in ("backward_rows_cols", "backward_rows_warps"):
+    value = getattr(config, field)
+    if value is not None and not (isinstance(value, int) and is_power_of_two(value)):
+      raise ValueError(f"KernelConfig.{field} must be None or a power of two, got {value!r}")
+  for field in ("block_cols", "backward_rows_cols"):
+    cols = getattr(config, field)
+    if cols is not None and value_dim % cols:
+      raise ValueError(f"KernelConfig.{field} must divide Dv = {value_dim}, got {cols}")
+    if cols is not None and cols < 16:  # the C x C products' N dimension (Triton's minimum)
+      raise ValueError(f"KernelConfig.{field} must be >= 16, got {cols}")
   if not isinstance(config.scan_unroll, int) or config.scan_unroll < 1:
     raise ValueError(f"KernelConfig.scan_unroll must be an int >= 1, got {config.scan_unroll!r}")
   reason = platform.f32_dot_passes_problem("KernelConfig.f32_dot_passes",
                                            config.f32_dot_passes)
   if reason:
     raise ValueError(reason)
-  if config.block_cols < 16:  # the C x C products' N dimension (Triton's dot minimum)
-    raise ValueError(f"KernelConfig.block_cols must be >= 16, got {config.block_cols}")
 
 
 def default_config(value_dim: int) -> KernelConfig:
@@ -791,24 +808,27 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   read_names = ("final_table", "snapshot_rows", "d_out", "read_entry_token", "read_entry_coef")
   write_tiles = dims.write_rows // config.row_tile
   read_tiles = dims.read_rows // config.row_tile
+  row_config = config.backward_rows_config()
+  row_kw = dict(kw, config=row_config)
+  row_slabs = dims.value_dim // row_config.block_cols
   if config.backward_rows == "union":
     union_in = dict(written_in, d_entry_read_coef=grads["d_entry_read_coef"],
                     **_pick(xs, *read_names), **_tiles(xs, "read"))
     union_out = dict(written_out, d_entry_read_coef=grads["d_entry_read_coef"])
-    union = _call(_bwd_union_kernel, (bh, write_tiles + read_tiles, slabs), c, union_in,
-                  union_out, aliases=tuple(union_out), **kw)
+    union = _call(_bwd_union_kernel, (bh, write_tiles + read_tiles, row_slabs), c, union_in,
+                  union_out, aliases=tuple(union_out), **row_kw)
     grads = dict(grads, **_pick(union, *written_stacked, "d_entry_read_coef"))
     return (union["next_write"], union["d_table"], grads), None
 
-  written = _call(_bwd_written_kernel, (bh, write_tiles, slabs), c, written_in, written_out,
-                  aliases=tuple(written_out), **kw)
+  written = _call(_bwd_written_kernel, (bh, write_tiles, row_slabs), c, written_in,
+                  written_out, aliases=tuple(written_out), **row_kw)
   grads = dict(grads, **_pick(written, *written_stacked))
   read_in = dict(next_write=written["next_write"], d_table=written["d_table"],
                  d_entry_read_coef=grads["d_entry_read_coef"], **_pick(xs, *read_names),
                  **_tiles(xs, "read"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
-  read = _call(_bwd_read_kernel, (bh, read_tiles, slabs), c, read_in, read_out,
-               aliases=tuple(read_out), **kw)
+  read = _call(_bwd_read_kernel, (bh, read_tiles, row_slabs), c, read_in, read_out,
+               aliases=tuple(read_out), **row_kw)
   grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
   return (written["next_write"], read["d_table"], grads), None
 
@@ -864,13 +884,14 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   d_table = d_final.astype(final.dtype).reshape(bh, num_slots, value_dim)
   next_write = jnp.full((bh, num_slots), -1, jnp.int32)  # no later chunk yet
   zeros = lambda *shape: jnp.zeros((num_chunks, bh, *shape), jnp.float32)  # noqa: E731
+  row_slabs = value_dim // config.backward_rows_config().block_cols
   grads = dict(d_update_coef=zeros(slabs, chunk, dims.writes),
                d_delta=zeros(chunk, value_dim),
-               d_row_decay=zeros(slabs, dims.write_rows),
-               d_entry_read_coef=zeros(slabs, chunk * dims.reads))
+               d_row_decay=zeros(row_slabs, dims.write_rows),
+               d_entry_read_coef=zeros(row_slabs, chunk * dims.reads))
   if dims.shared:
     grads.update(d_values=zeros(chunk, value_dim),
-                 d_entry_write_coef=zeros(slabs, chunk * dims.writes))
+                 d_entry_write_coef=zeros(row_slabs, chunk * dims.writes))
   step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
                            interpret=interpret)
   (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads),

@@ -10,7 +10,8 @@ Config = TypeVar("Config", bound=NamedTuple)
 
 def parse_tiling(spec: str, default: Config) -> Config:
   """`default` with the fields `spec` names replaced; each value read as the type of the
-  default's field (an int, or a name for a str field). The kernel checks the values."""
+  default's field (an int, or a name for a str field; for a field whose default is None,
+  an int if it is digits). The kernel checks the values."""
   if spec == "default":
     return default
   fields = {}
@@ -20,5 +21,6 @@ def parse_tiling(spec: str, default: Config) -> Config:
     if name not in default._fields or not value or (kind is int and not value.isdigit()):
       raise ValueError(f"tiling items must be field=value with field in {default._fields} "
                        f"(an int where the default is one), got {item!r}")
-    fields[name] = int(value) if kind is int else value
+    as_int = kind is int or (kind is type(None) and value.isdigit())
+    fields[name] = int(value) if as_int else value
   return default._replace(**fields)

@@ -152,6 +152,24 @@ def test_an_unrolled_scan_over_three_chunks_matches_the_twin(backward_rows):
            _outputs_and_grads(xla, memory, plan, 10), 1e-5)
 
 
+@interpret_on_cpu
+@pytest.mark.parametrize("backward_rows", scan_pallas.BACKWARD_ROWS)
+@pytest.mark.parametrize("cols,warps", [(32, 2), (16, 1)])
+def test_backward_rows_on_their_own_slabs_match_the_twin(backward_rows, cols, warps):
+  """The backward's row kernels on wider (32 of Dv = 32: one slab) or the same columns as
+  the other kernels (16) with other warps: their per-slab gradient buffers and grid follow
+  `KernelConfig.backward_rows_cols`, the rest keeps block_cols."""
+  memory, plan = _plan(11, error="shared", batch=1, seq_len=32, heads=2, num_slots=40,
+                       value_dim=32, writes=3, reads=5)
+  config = SMALL._replace(backward_rows=backward_rows, backward_rows_cols=cols,
+                          backward_rows_warps=warps)
+  kernel = functools.partial(scan_pallas.scan_chunks, error="shared", interpret=True,
+                             config=config)
+  xla = functools.partial(_xla_scan, error="shared")
+  _compare(_outputs_and_grads(kernel, memory, plan, 12),
+           _outputs_and_grads(xla, memory, plan, 12), 1e-5)
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(value_dim=12), "Dv must be a multiple of 16"),
     (dict(chunk_size=8, seq_len=8), "chunk length must be a power of two"),
@@ -172,6 +190,9 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
     (dict(l2_hints="keep"), "l2_hints must be one of"),
     (dict(backward_rows="merged"), "backward_rows must be one of"),
+    (dict(backward_rows_cols=32), "backward_rows_cols must divide Dv = 16"),
+    (dict(backward_rows_cols=24), "backward_rows_cols must be None or a power of two"),
+    (dict(backward_rows_warps=3), "backward_rows_warps must be None or a power of two"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)

@@ -92,5 +92,10 @@ def test_tiling_specs_are_checked():
   with pytest.raises(ValueError, match="block_cols must divide"):
     sdm_benchmarks.parse_tiling("block_cols=64", 32)
   assert sdm_benchmarks.parse_tiling("row_tile=64", 64).row_tile == 64
+  # Fields whose default is None take ints too.
+  rows = sdm_benchmarks.parse_tiling("backward_rows_cols=128;backward_rows_warps=8", 256)
+  row_config = rows.backward_rows_config()
+  assert (row_config.block_cols, row_config.num_warps) == (128, 8)
+  assert (rows.block_cols, rows.num_warps) == (64, 4)
   with pytest.raises(ValueError, match="row_tile must be a power of two"):
     sdm_benchmarks.parse_tiling("row_tile=48", 64)
