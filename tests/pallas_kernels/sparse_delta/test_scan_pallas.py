@@ -215,7 +215,8 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("shared", jnp.bfloat16, dict(backward_rows="separate")),
     ("shared", jnp.bfloat16, dict(row_order="slot")),
     ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream")),
-    ("per_slot", jnp.float32, dict(backward_rows="separate", row_order="slot"))],
+    ("per_slot", jnp.float32, dict(backward_rows="separate", row_order="slot")),
+    ("shared", jnp.bfloat16, dict(backward_rows_cols=128, backward_rows_warps=8))],
     ids=lambda value: (";".join(f"{k}={v}" for k, v in value.items())
                        if isinstance(value, dict) else None))
 def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
