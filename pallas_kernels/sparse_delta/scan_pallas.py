@@ -186,7 +186,9 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
     cols = getattr(config, field)
     if cols is not None and value_dim % cols:
       raise ValueError(f"KernelConfig.{field} must divide Dv = {value_dim}, got {cols}")
-    if cols is not None and cols < 16:  # the C x C products' N dimension (Triton's minimum)
+    # block_cols is the C x C products' N dimension (Triton's minimum 16); the row
+    # kernels' slabs keep the same floor.
+    if cols is not None and cols < 16:
       raise ValueError(f"KernelConfig.{field} must be >= 16, got {cols}")
   if not isinstance(config.scan_unroll, int) or config.scan_unroll < 1:
     raise ValueError(f"KernelConfig.scan_unroll must be an int >= 1, got {config.scan_unroll!r}")
