@@ -9,13 +9,16 @@ def is_power_of_two(n: int) -> bool:
   return n >= 1 and not n & (n - 1)
 
 
-def check_power_of_two_fields(config, names) -> None:
+def check_power_of_two_fields(config, names, *, allow_none: bool = False) -> None:
   """Raises ValueError naming the first of `names` whose value in the kernel config (a
-  NamedTuple) is not an int power of two."""
+  NamedTuple) is not an int power of two (or None, with allow_none)."""
   for name in names:
     value = getattr(config, name)
+    if allow_none and value is None:
+      continue
     if not isinstance(value, int) or not is_power_of_two(value):
-      raise ValueError(f"KernelConfig.{name} must be a power of two >= 1, got {value!r}")
+      allowed = "None or a power of two" if allow_none else "a power of two"
+      raise ValueError(f"KernelConfig.{name} must be {allowed} >= 1, got {value!r}")
 
 
 def next_power_of_two(n: int) -> int:

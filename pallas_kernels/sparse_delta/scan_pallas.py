@@ -178,10 +178,8 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
   if config.l2_hints not in L2_HINTS:
     raise ValueError(f"KernelConfig.l2_hints must be one of {tuple(L2_HINTS)}, "
                      f"got {config.l2_hints!r}")
-  for field in ("backward_rows_cols", "backward_rows_warps"):
-    value = getattr(config, field)
-    if value is not None and not (isinstance(value, int) and is_power_of_two(value)):
-      raise ValueError(f"KernelConfig.{field} must be None or a power of two, got {value!r}")
+  check_power_of_two_fields(config, ("backward_rows_cols", "backward_rows_warps"),
+                            allow_none=True)
   for field in ("block_cols", "backward_rows_cols"):
     cols = getattr(config, field)
     if cols is not None and value_dim % cols:

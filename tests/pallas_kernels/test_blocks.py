@@ -24,3 +24,14 @@ def test_power_of_two_fields_name_the_first_bad_one():
                        (Config(warps=4.0), "warps")):
     with pytest.raises(ValueError, match=f"KernelConfig.{name} must be a power of two"):
       check_power_of_two_fields(config, ("warps", "rows"))
+
+
+def test_optional_power_of_two_fields_take_none():
+  class Config(NamedTuple):
+    cols: int | None = None
+    warps: int | None = 3
+  check_power_of_two_fields(Config(warps=8), ("cols", "warps"), allow_none=True)
+  with pytest.raises(ValueError, match="KernelConfig.warps must be None or a power of two"):
+    check_power_of_two_fields(Config(), ("cols", "warps"), allow_none=True)
+  with pytest.raises(ValueError, match="KernelConfig.cols must be a power of two"):
+    check_power_of_two_fields(Config(warps=8), ("cols",))  # None only where allowed
