@@ -55,6 +55,25 @@ def programs_per_sm(registers: int, shared: int, num_warps: int) -> int:
   return min(by_registers, by_shared, WARPS_PER_SM // num_warps, BLOCKS_PER_SM)
 
 
+_INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/", re.M)  # an `nvdisasm -c` line
+
+
+def _nvidia_tool(name: str) -> str:
+  """The path of one of the NVIDIA binaries bundled with Triton (ptxas, nvdisasm, ...)."""
+  import triton  # pylint: disable=g-import-not-at-top
+  return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+
+
+def _stats(kernel: str, num_warps: int, registers: int, spill_bytes: int, shared: int,
+           sass: str) -> dict:
+  """One kernel's report (what `kernel_stats` and `cubin_stats` return)."""
+  return {"kernel": kernel, "num_warps": num_warps, "registers": registers,
+          "spill_bytes": spill_bytes, "shared_bytes": shared,
+          "instructions": len(_INSTRUCTION.findall(sass)),
+          "programs_per_sm": programs_per_sm(registers, shared, num_warps),
+          "loop_bodies": loop_bodies(sass)}
+
+
 def loop_bodies(sass: str) -> list[int]:
   """Instructions of each loop body in an `nvdisasm -c` listing, in program order: from a
   label to a branch back to it, both included (nested loops are listed each whole)."""
@@ -64,7 +83,7 @@ def loop_bodies(sass: str) -> list[int]:
     if label:
       labels[label.group(1)] = len(instructions)
       continue
-    if re.match(r"^\s+/\*[0-9a-f]{4,}\*/", line):
+    if _INSTRUCTION.match(line):
       instructions.append(line)
   bodies = []
   for end, line in enumerate(instructions):
@@ -78,7 +97,6 @@ def loop_bodies(sass: str) -> list[int]:
 def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
   import triton  # pylint: disable=g-import-not-at-top
   from triton.backends.compiler import GPUTarget  # pylint: disable=g-import-not-at-top
-  tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
   with tempfile.TemporaryDirectory() as scratch:
     source = os.path.join(scratch, "kernel.ttir")
     with open(path) as f, open(source, "w") as out:
@@ -90,19 +108,14 @@ def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
       f.write(kernel.asm["ptx"])
     with open(cubin, "wb") as f:
       f.write(kernel.asm["cubin"])
-    report = subprocess.run([os.path.join(tools, "ptxas"), "-arch=sm_90a", "-v", ptx, "-o",
+    report = subprocess.run([_nvidia_tool("ptxas"), "-arch=sm_90a", "-v", ptx, "-o",
                              os.devnull], capture_output=True, text=True, check=True).stderr
-    sass = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", cubin], capture_output=True,
+    sass = subprocess.run([_nvidia_tool("nvdisasm"), "-c", cubin], capture_output=True,
                           text=True, check=True).stdout
-  registers = int(re.search(r"Used (\d+) registers", report).group(1))
-  spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
-  shared = kernel.metadata.shared
-  return {"kernel": os.path.basename(path), "num_warps": num_warps,
-          "registers": registers, "spill_bytes": spills,
-          "shared_bytes": shared,
-          "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
-          "programs_per_sm": programs_per_sm(registers, shared, num_warps),
-          "loop_bodies": loop_bodies(sass)}
+  return _stats(os.path.basename(path), num_warps,
+                registers=int(re.search(r"Used (\d+) registers", report).group(1)),
+                spill_bytes=int(re.search(r"(\d+) bytes spill stores", report).group(1)),
+                shared=kernel.metadata.shared, sass=sass)
 
 
 def _split_functions(sass: str) -> dict[str, str]:
@@ -125,26 +138,18 @@ def _requested_threads(elf_dump: str) -> dict[str, int]:
 def cubin_stats(path: str, name_filter: str = "") -> list[dict]:
   """Per function of a cubin whose name matches `name_filter`, what `kernel_stats` reports
   (warps from the function's requested threads, 4 if it names none)."""
-  import triton  # pylint: disable=g-import-not-at-top
-  tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-  run = lambda *args: subprocess.run([os.path.join(tools, args[0]), *args[1:], path],  # noqa: E731
-                                     capture_output=True, text=True, check=True).stdout
+  run = lambda tool, *args: subprocess.run([_nvidia_tool(tool), *args, path],  # noqa: E731
+                                           capture_output=True, text=True, check=True).stdout
   usage = dict(re.findall(r"Function (\S+):\n\s+(REG:\d+ .*)", run("cuobjdump", "-res-usage")))
   threads = _requested_threads(run("cuobjdump", "-elf"))
   stats = []
   for name, sass in _split_functions(run("nvdisasm", "-c")).items():
     if not re.search(name_filter, name) or name not in usage:
       continue
-    registers = int(re.search(r"REG:(\d+)", usage[name]).group(1))
-    shared = int(re.search(r"SHARED:(\d+)", usage[name]).group(1))
-    num_warps = max(1, threads.get(name, 128) // 32)
-    stats.append({"kernel": f"{os.path.basename(path)}:{name}", "num_warps": num_warps,
-                  "registers": registers,
-                  "spill_bytes": int(re.search(r"LOCAL:(\d+)", usage[name]).group(1)),
-                  "shared_bytes": shared,
-                  "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
-                  "programs_per_sm": programs_per_sm(registers, shared, num_warps),
-                  "loop_bodies": loop_bodies(sass)})
+    field = lambda key: int(re.search(rf"{key}:(\d+)", usage[name]).group(1))  # noqa: E731
+    stats.append(_stats(f"{os.path.basename(path)}:{name}",
+                        max(1, threads.get(name, 128) // 32), registers=field("REG"),
+                        spill_bytes=field("LOCAL"), shared=field("SHARED"), sass=sass))
   return stats
 
 
