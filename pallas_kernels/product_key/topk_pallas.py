@@ -57,7 +57,8 @@ from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangen
 _NO_ID = np.iinfo(np.int32).max
 _TAKEN = np.iinfo(np.int32).min  # the key of a taken (or padding) entry
 
-HALF_SELECTS = ("scan", "groups")
+HALF_SELECTS = ("scan", "groups", "threshold")
+FINAL_SELECTS = ("tournament", "threshold")
 PICKS = ("max_min", "argmax")
 
 
@@ -73,6 +74,9 @@ class KernelConfig(NamedTuple):
   half_select: str = "groups"  # "scan" | "groups" (module docstring, step 1)
   group_size: int = 16        # "groups": entries per group of a half
   pick: str = "max_min"       # "max_min" | "argmax": how a half's round finds its pick
+  # How the k best candidates are chosen from the pruned pair grid (module docstring,
+  # step 3): "tournament" (k rounds of max-and-mask) or "threshold" (`_thresholds`).
+  final_select: str = "tournament"
 
 
 # At or below this many sub-keys per half, whole-half scans beat the groups' tournament:
@@ -98,6 +102,9 @@ def check_config(config: KernelConfig) -> None:
   if config.half_select not in HALF_SELECTS:
     raise ValueError(f"KernelConfig.half_select must be one of {HALF_SELECTS}, got "
                      f"{config.half_select!r}")
+  if config.final_select not in FINAL_SELECTS:
+    raise ValueError(f"KernelConfig.final_select must be one of {FINAL_SELECTS}, got "
+                     f"{config.final_select!r}")
   if config.pick not in PICKS:
     raise ValueError(f"KernelConfig.pick must be one of {PICKS}, got {config.pick!r}")
 
@@ -303,12 +310,156 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
   platform.triton_barrier(interpret)
 
 
-def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, candidates_ref, *,
-            num_rows: int, sub_keys: int, k: int, per_half: int, parts: tuple[int, ...],
+class _Entries(NamedTuple):
+  """What a threshold selection chooses from, per part [R, P]: order-preserving keys
+  (`_TAKEN`: no entry) and ids, distinct among entries, in [0, 2**id_bits)."""
+  keys: tuple
+  ids: tuple
+  id_bits: int
+
+
+def _count(entries: _Entries, predicate) -> jax.Array:
+  """[R, 1] int32: the entries (over all parts) where predicate(keys, ids) holds."""
+  counts = [jnp.sum(predicate(keys, ids).astype(jnp.int32), axis=1, keepdims=True)
+            for keys, ids in zip(entries.keys, entries.ids)]
+  return functools.reduce(jnp.add, counts)
+
+
+def _thresholds(entry_sets, k: int):
+  """Per set of entries, (key_cut, id_cut) [R, 1] each such that the k best entries (the
+  largest keys, the lowest id among equal keys) are exactly those with key > key_cut, or
+  key == key_cut and id <= id_cut. Each set needs at least k entries.
+
+  key_cut is the k-th largest key: the largest int32 t with at least k keys >= t, built
+  bit by bit (the sign bit first, then, as within one sign a set bit raises the value,
+  each lower bit kept where the count still reaches k): 32 counts one after another, each
+  a compare and a sum across the row in registers, where k rounds of max-and-mask wait on
+  two reductions and a reload each. Where more keys equal key_cut than the k best take
+  (ties), id_cut is found the same way over their ids (`id_bits` counts, run only if some
+  row of the program has such ties); else it is `_NO_ID`. The sets' counts run in one
+  loop, as independent chains."""
+  def key_bit(i, cuts):
+    def keep(entries, t):
+      trial = t | jnp.left_shift(jnp.int32(1), 30 - i)
+      return jnp.where(_count(entries, lambda keys, _: keys >= trial) >= k, trial, t)
+    return tuple(keep(entries, t) for entries, t in zip(entry_sets, cuts))
+
+  signs = tuple(jnp.where(_count(entries, lambda keys, _: keys >= 0) >= k, 0, _TAKEN)
+                for entries in entry_sets)
+  key_cuts = lax.fori_loop(0, 31, key_bit, signs)
+  # How many of the entries at key_cut the k best take (at least one), and whether fewer
+  # than all of them.
+  wanted = tuple(k - _count(entries, lambda keys, _, t=t: keys > t)
+                 for entries, t in zip(entry_sets, key_cuts))
+  tied = tuple(_count(entries, lambda keys, _, t=t: keys == t) > want
+               for entries, t, want in zip(entry_sets, key_cuts, wanted))
+
+  def id_bit(i, cuts):
+    def keep(entries, t, want, cut):  # the largest cut with fewer than `want` ids below it
+      trial = cut | jnp.left_shift(jnp.int32(1), entries.id_bits - 1 - i)
+      below = _count(entries, lambda keys, ids: (keys == t) & (ids < trial))
+      return jnp.where(below < want, trial, cut)
+    return tuple(keep(*args) for args in zip(entry_sets, key_cuts, wanted, cuts))
+
+  any_tied = functools.reduce(jnp.maximum, (jnp.max(t.astype(jnp.int32)) for t in tied))
+  id_bits = max(entries.id_bits for entries in entry_sets)
+  id_cuts = lax.fori_loop(0, any_tied * id_bits, id_bit,
+                          tuple(jnp.zeros_like(t) for t in key_cuts))
+  return tuple((t, jnp.where(tie, cut, _NO_ID))
+               for t, tie, cut in zip(key_cuts, tied, id_cuts))
+
+
+def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int, out,
+                  k: int, interpret: bool):
+  """Stores the ids of the k best entries (`_thresholds`' cuts) best first: the id of rank
+  r at out(rank) (out maps [R, K] lanes to a ref view), r < k.
+
+  The chosen entries are packed into work_ref[:, work_set] ([rows, sets, 2, K]: keys, ids;
+  K a power of two >= k) by their running count (`cumsum`), and each one's rank is the
+  number of chosen entries that beat it, counted one rival at a time."""
+  key_cut, id_cut = cuts
+  live = rows.store < work_ref.shape[0]
+  packed = jnp.zeros_like(key_cut)
+  for keys, ids in zip(entries.keys, entries.ids):
+    chosen = (keys > key_cut) | ((keys == key_cut) & (ids <= id_cut))
+    # Lanes not stored point past the packed ones (k): interpret mode writes a masked
+    # lane's old value back, which must not land on a stored one.
+    lane = jnp.where(chosen, packed + jnp.cumsum(chosen.astype(jnp.int32), axis=1) - 1, k)
+    mask = chosen & live
+    pltriton.store(work_ref.at[rows.store, work_set, 0, lane], keys, mask=mask)
+    pltriton.store(work_ref.at[rows.store, work_set, 1, lane], ids, mask=mask)
+    packed = packed + jnp.sum(chosen.astype(jnp.int32), axis=1, keepdims=True)
+  platform.triton_barrier(interpret)
+  width = work_ref.shape[-1]
+  lanes = jnp.arange(width, dtype=jnp.int32)[None, :]
+  inside = jnp.broadcast_to(lanes < k, (rows.load.shape[0], width))
+  at = jnp.minimum(lanes, k - 1)
+  keys = pltriton.load(work_ref.at[rows.load, work_set, 0, at], mask=inside, other=_TAKEN)
+  ids = pltriton.load(work_ref.at[rows.load, work_set, 1, at], mask=inside, other=_NO_ID)
+
+  def count_rival(f, rank):  # one rival per step, against every packed entry at once
+    rival = jnp.full(rows.load.shape, f, jnp.int32)
+    rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, rival])  # [R, 1]
+    rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, rival])
+    beats = (rival_key > keys) | ((rival_key == keys) & (rival_id < ids))
+    return rank + beats.astype(jnp.int32)
+
+  rank = lax.fori_loop(0, k, count_rival, jnp.zeros(keys.shape, jnp.int32))
+  stored = jnp.broadcast_to(live, inside.shape) & inside
+  pltriton.store(out(jnp.where(stored, rank, k)), ids, mask=stored)
+  platform.triton_barrier(interpret)
+
+
+def _threshold_halves(scores_ref, rows: _Rows, ranks_by_half, logs, work_ref, *,
+                      sub_keys: int, rounds: int, interpret: bool):
+  """`_scan_half`'s result for both halves by `_thresholds` (`half_select="threshold"`):
+  the `rounds` best of each half, ranked by `_store_ranked` into its pick log (each half
+  packs into its own set of work_ref [rows, 2, 2, K])."""
+  cols = jnp.arange(next_power_of_two(sub_keys), dtype=jnp.int32)[None, :]
+  halves = tuple(_Entries((_keys(scores_ref, rows, offset, cols, sub_keys),),
+                          (jnp.broadcast_to(cols, (rows.load.shape[0], cols.shape[1])),),
+                          max(1, (sub_keys - 1).bit_length()))
+                 for offset in (0, sub_keys))
+  for half, (entries, cuts, log) in enumerate(zip(halves, _thresholds(halves, rounds), logs)):
+    _store_ranked(entries, cuts, rows, work_ref, half, lambda lane, log=log: (
+        log.scratch.at[rows.store, log.half, lane]), rounds, interpret)
+  return tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
+
+
+def _select_by_threshold(keys, slots, rows: _Rows, work_ref, idx_ref, k: int, sub_keys: int,
+                         interpret: bool):
+  """`_select`'s result by `_thresholds` (`final_select="threshold"`), packing into set 0
+  of work_ref."""
+  candidates = _Entries(tuple(keys), tuple(slots), max(1, (sub_keys * sub_keys - 1).bit_length()))
+  (cuts,) = _thresholds((candidates,), k)
+  _store_ranked(candidates, cuts, rows, work_ref, 0,
+                lambda lane: idx_ref.at[rows.store, lane], k, interpret)
+
+
+def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
+                    config: KernelConfig) -> dict:
+  """The kernel's working memory by name (the Triton backend has no scratch operands, so
+  it is outputs): picks [rows, 2, K'] int32, the halves' picks by rank (`_PickLog`);
+  "tournament": candidates [rows, 2, sum(parts)] int32 (`_select`); "threshold" (either
+  step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
+  final selection reusing set 0)."""
+  memory = {"picks": (num_rows, 2, next_power_of_two(per_half))}
+  if config.final_select == "tournament":
+    memory["candidates"] = (num_rows, 2, sum(parts))
+  halves = config.half_select == "threshold"
+  if halves or config.final_select == "threshold":
+    lanes = max(per_half if halves else 1, k if config.final_select == "threshold" else 1)
+    memory["work"] = (num_rows, 2 if halves else 1, 2, next_power_of_two(lanes))
+  return {name: jax.ShapeDtypeStruct(shape, jnp.int32) for name, shape in memory.items()}
+
+
+def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, num_rows: int,
+            sub_keys: int, k: int, per_half: int, parts: tuple[int, ...],
             config: KernelConfig, interpret: bool):
   """ranks [2, sum(parts)] int32: the candidates' ranks in the first and second half
-  (-1 = padding), part after part. Working memory: picks [rows, 2, K'] int32, the halves'
-  picks by round (`_PickLog`); candidates [rows, 2, sum(parts)] int32 (`_select`)."""
+  (-1 = padding), part after part; work_refs: `_working_memory`, named by work_names."""
+  work = dict(zip(work_names, work_refs))
+  picks_ref = work["picks"]
   block_rows = config.block_rows
   row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
   live = row < num_rows
@@ -324,6 +475,10 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, candidates_re
     first_idx, second_idx = _groups_halves(
         scores_ref, rows, (first_rank, second_rank), logs, sub_keys=sub_keys,
         rounds=per_half, pick=config.pick, group_size=config.group_size)
+  elif config.half_select == "threshold":
+    first_idx, second_idx = _threshold_halves(
+        scores_ref, rows, (first_rank, second_rank), logs, work["work"], sub_keys=sub_keys,
+        rounds=per_half, interpret=interpret)
   else:
     half = functools.partial(_scan_half, scores_ref, rows, sub_keys=sub_keys,
                              rounds=per_half, pick=config.pick)
@@ -336,7 +491,10 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, picks_ref, candidates_re
             + _load_scores(scores_ref, rows, sub_keys + second, width))
     keys.append(jnp.where(rank >= 0, ordered_key(sums), _TAKEN))
     slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
-  _select(keys, slots, starts, rows, candidates_ref, idx_ref, k, interpret)
+  if config.final_select == "threshold":
+    _select_by_threshold(keys, slots, rows, work["work"], idx_ref, k, sub_keys, interpret)
+  else:
+    _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, interpret)
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   stored = live & (out_lanes < k)
   out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
@@ -359,17 +517,15 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   parts = candidate_parts(len(pairs))
   ranks = np.full((2, sum(parts)), -1, np.int32)
   ranks[:, :len(pairs)] = pairs.T
-  kernel = functools.partial(_kernel, num_rows=num_rows, sub_keys=sub_keys, k=k,
-                             per_half=per_half, parts=parts, config=config,
-                             interpret=interpret)
-  idx, logits, _, _ = pl.pallas_call(
+  memory = _working_memory(num_rows, k, per_half, parts, config)
+  kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
+                             sub_keys=sub_keys, k=k, per_half=per_half, parts=parts,
+                             config=config, interpret=interpret)
+  idx, logits, *_ = pl.pallas_call(
       kernel,
       name="product_key_topk_kernel",  # names the kernel in profiles
       out_shape=[jax.ShapeDtypeStruct((num_rows, k), jnp.int32),
-                 jax.ShapeDtypeStruct((num_rows, k), scores.dtype),
-                 # The Triton backend has no scratch operands: working memory is an output.
-                 jax.ShapeDtypeStruct((num_rows, 2, next_power_of_two(per_half)), jnp.int32),
-                 jax.ShapeDtypeStruct((num_rows, 2, sum(parts)), jnp.int32)],
+                 jax.ShapeDtypeStruct((num_rows, k), scores.dtype), *memory.values()],
       grid=(pl.cdiv(num_rows, config.block_rows),),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),

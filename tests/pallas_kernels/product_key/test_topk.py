@@ -30,6 +30,8 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=4, pick="argmax"),
     topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=2),
     topk_pallas.KernelConfig(half_select="scan", block_rows=8, num_warps=2),
+    topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1),
+    topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
 ]
 
 
@@ -113,13 +115,16 @@ def test_tpu_kernel_lowers_for_tpu(sub_keys, k):
 
 # Non-default GPU kernel configs (results must not depend on the config): several rows per
 # program (5 rows: not a multiple of 2 or 4), one-reduction picks, the group tournament with
-# groups smaller and larger than a half.
+# groups smaller and larger than a half, threshold selections.
 CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=4, pick="argmax"),
     topk_pallas.KernelConfig(half_select="groups", group_size=4),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax"),
     topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
+    topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
+    topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
 ]
+THRESHOLD = topk_pallas.KernelConfig(half_select="threshold", final_select="threshold")
 
 
 @pytest.mark.parametrize("sub_keys,k", [(6, 11), (32, 64), (100, 16)])
@@ -130,6 +135,21 @@ def test_kernel_configs_match_brute_force(config, sub_keys, k):
     idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
                           static_argnums=1)(scores, k)
     assert_matches_brute_force(idx, logits, scores, k)
+
+
+@pytest.mark.parametrize("sub_keys,k", [(4, 16), (32, 32), (128, 64)])
+def test_threshold_selection_takes_the_lowest_ids_among_ties(sub_keys, k):
+  """Rows where the k-th best sum is tied with many others (a constant row: every sum; a
+  row of few distinct values), so the ids decide, next to -inf scores and a random row."""
+  rng = np.random.default_rng(sub_keys + k)
+  scores = rng.standard_normal((4, 2 * sub_keys)).astype(np.float32)
+  scores[0] = 0.25
+  scores[1] = rng.integers(-1, 2, 2 * sub_keys) * 0.5
+  scores[2, ::3] = -np.inf
+  scores = jnp.asarray(scores)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=THRESHOLD),
+                        static_argnums=1)(scores, k)
+  assert_matches_brute_force(idx, logits, scores, k)
 
 
 def test_ordered_key_orders_like_the_floats():
@@ -167,7 +187,8 @@ def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
 
 @pytest.mark.parametrize("field,value", [("block_rows", 3), ("num_warps", 0),
                                          ("num_warps", 64), ("group_size", 24),
-                                         ("half_select", "sort"), ("pick", "argmin")])
+                                         ("half_select", "sort"), ("pick", "argmin"),
+                                         ("final_select", "sort")])
 def test_kernel_config_is_checked(field, value):
   with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
     topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
