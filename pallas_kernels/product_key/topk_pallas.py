@@ -23,6 +23,11 @@ along the row axis for all of them at once):
    tournament like step 1's "groups": the candidates go to working memory, each group of
    16 keeps its best untaken one, and a round reloads only the winner's group.
 
+`half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
+rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, 32
+counts in registers with no reload between them; the chosen entries are packed by a
+running count and each is ranked by counting the chosen entries that beat it.
+
 Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
 simply the smallest int32, below every score (-inf included). A round's pick is the
 largest key and the lowest id among equal keys: two reductions (`pick="max_min"`: the
