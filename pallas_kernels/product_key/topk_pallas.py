@@ -72,11 +72,11 @@ class KernelConfig(NamedTuple):
 
   Defaults: the fastest of 14 configs on one H200 at 65,536 rows, S = 512, k = 32 (0.62 ms
   forward; one row per program with whole-half scans, the previous default, 1.17 ms;
-  WORKSPACE.md, issue 12). For S <= 128 `default_config` takes whole-half scans.
+  WORKSPACE.md, issue 12). For S <= 128 `default_config` takes threshold selections.
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
-  half_select: str = "groups"  # "scan" | "groups" (module docstring, step 1)
+  half_select: str = "groups"  # "scan" | "groups" | "threshold" (module docstring, step 1)
   group_size: int = 16        # "groups": entries per group of a half
   pick: str = "max_min"       # "max_min" | "argmax": how a half's round finds its pick
   # How the k best candidates are chosen from the pruned pair grid (module docstring,
@@ -84,18 +84,19 @@ class KernelConfig(NamedTuple):
   final_select: str = "tournament"
 
 
-# At or below this many sub-keys per half, whole-half scans beat the groups' tournament:
-# 1.16 / 1.18 ms fwd / fwd+bwd against 1.45-1.60 / 1.56-1.58 ms at 65,536 rows, S = 128,
-# k = 64 (`sdm_small`'s shape) on the H200; with S / 16 = 8 groups a round's reload of the
-# winner's group costs more than it saves (WORKSPACE.md, issue 12, session 26). Groups stay
-# at S = 512 (0.62 against 1.16 ms, k = 32).
-SCAN_MAX_SUB_KEYS = 128
+# At or below this many sub-keys per half, threshold selections (both steps, one row per
+# program) beat the rounds: at 65,536 rows, S = 128, k = 64 (`sdm_small`'s shape) on the
+# H200, 0.75 ms forward against 1.16 for whole-half scans (the previous default there,
+# which had beaten the groups' tournament, 1.45-1.60) and 0.81 for `lax.top_k` over the 2S
+# scores. At S = 512, k = 32 they lose to the groups' tournament, 0.91 against 0.64 ms
+# (WORKSPACE.md, issue 12, sessions 26 and 31).
+THRESHOLD_MAX_SUB_KEYS = 128
 
 
 def default_config(sub_keys: int) -> KernelConfig:
   """The tiling `product_key_topk` takes for S = sub_keys when given none."""
-  if sub_keys <= SCAN_MAX_SUB_KEYS:
-    return KernelConfig(half_select="scan")
+  if sub_keys <= THRESHOLD_MAX_SUB_KEYS:
+    return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
   return KernelConfig()
 
 
@@ -570,5 +571,6 @@ def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None =
   return _topk(scores, k, config, interpret)
 
 
-__all__ = ["HALF_SELECTS", "KernelConfig", "PICKS", "SCAN_MAX_SUB_KEYS", "candidate_parts",
-           "check_config", "default_config", "ordered_key", "product_key_topk"]
+__all__ = ["FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS",
+           "candidate_parts", "check_config", "default_config", "ordered_key",
+           "product_key_topk"]

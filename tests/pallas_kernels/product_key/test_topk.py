@@ -195,11 +195,11 @@ def test_kernel_config_is_checked(field, value):
                                  config=topk_pallas.KernelConfig()._replace(**{field: value}))
 
 
-def test_default_config_scans_small_halves_and_groups_large_ones():
-  small = topk_pallas.default_config(topk_pallas.SCAN_MAX_SUB_KEYS)
-  large = topk_pallas.default_config(2 * topk_pallas.SCAN_MAX_SUB_KEYS)
-  assert small.half_select == "scan" and large == topk_pallas.KernelConfig()
-  assert large.half_select == "groups"
+def test_default_config_thresholds_small_halves_and_groups_large_ones():
+  small = topk_pallas.default_config(topk_pallas.THRESHOLD_MAX_SUB_KEYS)
+  large = topk_pallas.default_config(2 * topk_pallas.THRESHOLD_MAX_SUB_KEYS)
+  assert (small.half_select, small.final_select) == ("threshold", "threshold")
+  assert large == topk_pallas.KernelConfig() and large.half_select == "groups"
 
 
 def test_candidate_pairs_are_the_hyperbola_under_k():
