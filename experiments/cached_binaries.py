@@ -9,11 +9,13 @@ without one.
   # back here: registers, warps, instructions and loop bodies of each kernel
   /path/to/triton-venv/bin/python experiments/triton_ir_stats.py binaries --functions=union
 
-Each cache entry is a compressed serialized executable; every ELF object in it (on a GPU a
-cubin, on a CPU an x86 object) is written as `<entry>.<n>.cubin`, and every PTX text as
-`<entry>.<n>.ptx`. `experiments/triton_ir.py` + `triton_ir_stats.py` compile the kernels
-with the Triton that pip installs, which need not lay them out as XLA's does (WORKSPACE.md,
-issue 11, session 30); this reads XLA's.
+Each cache entry is a compressed serialized executable; every ELF object in it (on a CPU
+an x86 object) is written as `<entry>.<n>.cubin`, and every PTX text as `<entry>.<n>.ptx`.
+On the H200 (JAX 0.11.2, WORKSPACE.md, issue 11, session 31) the entries held neither: a
+GPU executable stores its kernels in some other form, not yet read, so there this fails
+with "no machine code found". `experiments/triton_ir.py` + `triton_ir_stats.py` compile
+the kernels with the Triton that pip installs, which need not lay them out as XLA's does
+(session 30); this is meant to read XLA's.
 """
 
 from __future__ import annotations

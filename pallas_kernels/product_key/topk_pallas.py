@@ -318,7 +318,7 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
 
 class _Entries(NamedTuple):
   """What a threshold selection chooses from, per part [R, P]: order-preserving keys
-  (`_TAKEN`: no entry) and ids, distinct among entries, in [0, 2**id_bits)."""
+  (`_TAKEN`: no entry) and ids (of entries: distinct, in [0, 2**id_bits))."""
   keys: tuple
   ids: tuple
   id_bits: int
@@ -360,15 +360,18 @@ def _thresholds(entry_sets, k: int):
   tied = tuple(_count(entries, lambda keys, _, t=t: keys == t) > want
                for entries, t, want in zip(entry_sets, key_cuts, wanted))
 
+  # One bit count for every set (the widest): more bits than a set's ids need leave its
+  # cut the same.
+  id_bits = max(entries.id_bits for entries in entry_sets)
+
   def id_bit(i, cuts):
     def keep(entries, t, want, cut):  # the largest cut with fewer than `want` ids below it
-      trial = cut | jnp.left_shift(jnp.int32(1), entries.id_bits - 1 - i)
+      trial = cut | jnp.left_shift(jnp.int32(1), id_bits - 1 - i)
       below = _count(entries, lambda keys, ids: (keys == t) & (ids < trial))
       return jnp.where(below < want, trial, cut)
     return tuple(keep(*args) for args in zip(entry_sets, key_cuts, wanted, cuts))
 
   any_tied = functools.reduce(jnp.maximum, (jnp.max(t.astype(jnp.int32)) for t in tied))
-  id_bits = max(entries.id_bits for entries in entry_sets)
   id_cuts = lax.fori_loop(0, any_tied * id_bits, id_bit,
                           tuple(jnp.zeros_like(t) for t in key_cuts))
   return tuple((t, jnp.where(tie, cut, _NO_ID))
