@@ -45,7 +45,8 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
       tilings=["default", "block_rows=2;half_select=scan"], warmup=0, repeats=1)
   (shape,) = result["results"]  # k = 100 > S * S = 64 is skipped
   assert (shape["rows"], shape["sub_keys"], shape["k"]) == (3, 8, 4)
-  for key in ("xla_fwd_ms", "xla_fwd_bwd_ms", "lax_top_k_2s_fwd_ms"):
+  for key in ("xla_fwd_ms", "xla_fwd_back_to_back_ms", "xla_fwd_bwd_ms",
+              "lax_top_k_2s_fwd_ms", "lax_top_k_2s_back_to_back_ms"):
     assert shape[key] > 0, key
   default, scan = shape["pallas_gpu"]
   assert default["tiling"] == "default"
@@ -53,7 +54,8 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
   assert (scan["block_rows"], scan["half_select"]) == (2, "scan")
   for kernel in (default, scan):
     assert kernel["same_ids_as_xla"]
-    for key in ("fwd_ms", "fwd_bwd_ms", "speedup_over_lax_top_k", "speedup_over_xla"):
+    for key in ("fwd_ms", "fwd_back_to_back_ms", "fwd_bwd_ms", "speedup_over_lax_top_k",
+                "speedup_over_xla"):
       assert kernel[key] > 0, key
   assert shape["fastest_tiling"] in (default["tiling"], scan["tiling"])
 
