@@ -8,15 +8,17 @@ import subprocess
 import sys
 
 from experiments import cached_binaries
+from tests.experiments.test_riegeli_reader import riegeli_file
 
 
-def _elf(section_headers: int, entry_size: int, count: int) -> bytes:
+def _elf(section_headers: int, entry_size: int, count: int, program_headers: int = 0,
+         program_count: int = 0, body: bytes = bytes(range(256)) * 2) -> bytes:
   header = bytearray(0x40)
   header[:5] = b"\x7fELF\x02"
-  struct.pack_into("<Q", header, 0x28, section_headers)
-  struct.pack_into("<HH", header, 0x3A, entry_size, count)
-  body = bytes(range(256)) * 2
-  return bytes(header) + body[:section_headers + entry_size * count - 0x40]
+  struct.pack_into("<QQ", header, 0x20, program_headers, section_headers)
+  struct.pack_into("<HHHH", header, 0x36, 0x38, program_count, entry_size, count)
+  end = max(section_headers + entry_size * count, program_headers + 0x38 * program_count)
+  return bytes(header) + body[:end - 0x40]
 
 
 def test_elf_objects_end_at_their_section_header_table():
@@ -24,6 +26,25 @@ def test_elf_objects_end_at_their_section_header_table():
   blob = b"serialized" + first + b"\x00junk" + second + b"tail"
   assert cached_binaries.elf_objects(blob) == [first, second]
   assert cached_binaries.elf_objects(first[:-1]) == []  # cut short: not taken
+
+
+def test_a_cubin_ends_at_its_program_headers_after_its_section_headers():
+  cubin = _elf(0x60, 0x40, 2, program_headers=0xE0, program_count=3)
+  assert len(cubin) == 0xE0 + 3 * 0x38
+  assert cached_binaries.elf_objects(b"x" + cubin + b"junk") == [cubin]
+
+
+def test_kernels_in_nested_riegeli_records_are_found_and_named():
+  """A GPU executable's layout (JAX 0.11.2): cubins in records of a Riegeli file nested
+  in another, all snappy-compressed, so no ELF header shows in the raw bytes."""
+  cubin = _elf(0x100, 0x40, 2, body=b"\x00.text.product_key_topk_kernel\x00".ljust(0x200, b"z"))
+  # Literals of 2 bytes: no ELF header in the raw bytes, as in XLA's compressed records.
+  inner = riegeli_file([b"GpuExecutableProto", cubin], piece=2)
+  blob = b"serialized executable" + riegeli_file([b"options", inner], piece=2)
+  assert cached_binaries.elf_objects(blob) == []
+  parts = cached_binaries.searched_bytes(blob)
+  assert [obj for part in parts for obj in cached_binaries.elf_objects(part)] == [cubin]
+  assert cached_binaries.kernel_name(cubin) == "product_key_topk_kernel"
 
 
 def test_ptx_texts_run_to_the_next_nul():
