@@ -82,9 +82,6 @@ class KernelConfig(NamedTuple):
   # How the k best candidates are chosen from the pruned pair grid (module docstring,
   # step 3): "tournament" (k rounds of max-and-mask) or "threshold" (`_thresholds`).
   final_select: str = "tournament"
-  # "threshold" halves: None, or the group size whose maxima bound each half's k'-th key
-  # from below, so that only the keys above the bound are ranked (`_threshold_halves`).
-  prefilter_group_size: int | None = None
 
 
 # At or below this many sub-keys per half, threshold selections (both steps, one row per
@@ -106,10 +103,6 @@ def default_config(sub_keys: int) -> KernelConfig:
 def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
   check_power_of_two_fields(config, ("block_rows", "num_warps", "group_size"))
-  check_power_of_two_fields(config, ("prefilter_group_size",), allow_none=True)
-  if config.prefilter_group_size is not None and config.half_select != "threshold":
-    raise ValueError("KernelConfig.prefilter_group_size applies to half_select='threshold' "
-                     f"only, got half_select={config.half_select!r}")
   if config.num_warps > 32:
     raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")
   if config.half_select not in HALF_SELECTS:
@@ -338,15 +331,18 @@ def _count(entries: _Entries, predicate) -> jax.Array:
   return functools.reduce(jnp.add, counts)
 
 
-def _key_cuts(entry_sets, k: int, bits: int = 32):
-  """Per set of entries, [R, 1] the largest int32 t whose lowest 32 - bits bits are zero
-  with at least k keys >= t (each set needs at least k entries; fewer: `_TAKEN`). With
-  32 bits that is the k-th largest key; with fewer, a lower bound on it.
+def _thresholds(entry_sets, k: int):
+  """Per set of entries, (key_cut, id_cut) [R, 1] each such that the k best entries (the
+  largest keys, the lowest id among equal keys) are exactly those with key > key_cut, or
+  key == key_cut and id <= id_cut. Each set needs at least k entries.
 
-  Built bit by bit: the sign bit first, then, as within one sign a set bit raises the
-  value, each lower bit kept where the count still reaches k: `bits` counts one after
-  another, each a compare and a sum across the row in registers, where k rounds of
-  max-and-mask wait on two reductions and a reload each. The sets' counts run in one
+  key_cut is the k-th largest key: the largest int32 t with at least k keys >= t, built
+  bit by bit (the sign bit first, then, as within one sign a set bit raises the value,
+  each lower bit kept where the count still reaches k): 32 counts one after another, each
+  a compare and a sum across the row in registers, where k rounds of max-and-mask wait on
+  two reductions and a reload each. Where more keys equal key_cut than the k best take
+  (ties), id_cut is found the same way over their ids (`id_bits` counts, run only if some
+  row of the program has such ties); else it is `_NO_ID`. The sets' counts run in one
   loop, as independent chains."""
   def key_bit(i, cuts):
     def keep(entries, t):
@@ -356,18 +352,7 @@ def _key_cuts(entry_sets, k: int, bits: int = 32):
 
   signs = tuple(jnp.where(_count(entries, lambda keys, _: keys >= 0) >= k, 0, _TAKEN)
                 for entries in entry_sets)
-  return lax.fori_loop(0, bits - 1, key_bit, signs)
-
-
-def _thresholds(entry_sets, k: int):
-  """Per set of entries, (key_cut, id_cut) [R, 1] each such that the k best entries (the
-  largest keys, the lowest id among equal keys) are exactly those with key > key_cut, or
-  key == key_cut and id <= id_cut. Each set needs at least k entries.
-
-  key_cut is the k-th largest key (`_key_cuts`). Where more keys equal key_cut than the k
-  best take (ties), id_cut is found the same way over their ids (`id_bits` counts, run
-  only if some row of the program has such ties); else it is `_NO_ID`."""
-  key_cuts = _key_cuts(entry_sets, k)
+  key_cuts = lax.fori_loop(0, 31, key_bit, signs)
   # How many of the entries at key_cut the k best take (at least one), and whether fewer
   # than all of them.
   wanted = tuple(k - _count(entries, lambda keys, _, t=t: keys > t)
@@ -393,135 +378,60 @@ def _thresholds(entry_sets, k: int):
                for t, tie, cut in zip(key_cuts, tied, id_cuts))
 
 
-def _chosen_by_cuts(entries: _Entries, cuts):
-  """Per part [R, P]: whether the entry is among the k best (`_thresholds`' cuts)."""
+def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int, out,
+                  k: int, interpret: bool):
+  """Stores the ids of the k best entries (`_thresholds`' cuts) best first: the id of rank
+  r at out(rank) (out maps [R, K] lanes to a ref view), r < k.
+
+  The chosen entries are packed into work_ref[:, work_set] ([rows, sets, 2, K]: keys, ids;
+  K a power of two >= k) by their running count (`cumsum`), and each one's rank is the
+  number of chosen entries that beat it, counted one rival at a time."""
   key_cut, id_cut = cuts
-  return tuple((keys > key_cut) | ((keys == key_cut) & (ids <= id_cut))
-               for keys, ids in zip(entries.keys, entries.ids))
-
-
-def _store_ranked(entry_sets, chosen_sets, rows: _Rows, work_ref, outs, k: int,
-                  interpret: bool, *, exactly_k: bool):
-  """Per set of entries, stores the ids of its k best entries best first: the id of rank r
-  at outs[set](rank) (which maps [R, K] lanes to a ref view), r < k. chosen_sets: per
-  set, per part [R, P] the entries to rank, which must include the set's k best and be at
-  most K; exactly_k: each set chose exactly k (so the count of rivals is static).
-
-  Set s's chosen entries are packed into work_ref[:, s] ([rows, sets, 2, K]: keys, ids; K
-  a power of two) by their running count (`cumsum`), and each one's rank is the number of
-  chosen entries that beat it, counted one rival at a time (the sets' rivals in one loop,
-  as independent chains). Entries that beat a chosen one of the k best are chosen too, so
-  those ranks are exact."""
   live = rows.store < work_ref.shape[0]
+  packed = jnp.zeros_like(key_cut)
+  for keys, ids in zip(entries.keys, entries.ids):
+    chosen = (keys > key_cut) | ((keys == key_cut) & (ids <= id_cut))
+    # Lanes not stored point past the packed ones (k): interpret mode writes a masked
+    # lane's old value back, which must not land on a stored one.
+    lane = jnp.where(chosen, packed + jnp.cumsum(chosen.astype(jnp.int32), axis=1) - 1, k)
+    mask = chosen & live
+    pltriton.store(work_ref.at[rows.store, work_set, 0, lane], keys, mask=mask)
+    pltriton.store(work_ref.at[rows.store, work_set, 1, lane], ids, mask=mask)
+    packed = packed + jnp.sum(chosen.astype(jnp.int32), axis=1, keepdims=True)
+  platform.triton_barrier(interpret)
   width = work_ref.shape[-1]
-  counts = []
-  for work_set, (entries, chosen_parts) in enumerate(zip(entry_sets, chosen_sets)):
-    packed = jnp.zeros(rows.store.shape, jnp.int32)
-    for keys, ids, chosen in zip(entries.keys, entries.ids, chosen_parts):
-      # Lanes not stored point past the packed ones (out of bounds): interpret mode
-      # writes a masked lane's old value back, which must not land on a stored one.
-      lane = jnp.where(chosen, packed + jnp.cumsum(chosen.astype(jnp.int32), axis=1) - 1,
-                       width)
-      mask = chosen & live
-      pltriton.store(work_ref.at[rows.store, work_set, 0, lane], keys, mask=mask)
-      pltriton.store(work_ref.at[rows.store, work_set, 1, lane], ids, mask=mask)
-      packed = packed + jnp.sum(chosen.astype(jnp.int32), axis=1, keepdims=True)
-    counts.append(jnp.full_like(packed, k) if exactly_k else packed)
-  platform.triton_barrier(interpret)
   lanes = jnp.arange(width, dtype=jnp.int32)[None, :]
-  packed_sets = []
-  for work_set, count in enumerate(counts):
-    inside = lanes < count                                            # [R, K]
-    at = jnp.minimum(lanes, jnp.maximum(count - 1, 0))
-    packed_sets.append((
-        inside,
-        pltriton.load(work_ref.at[rows.load, work_set, 0, at], mask=inside, other=_TAKEN),
-        pltriton.load(work_ref.at[rows.load, work_set, 1, at], mask=inside, other=_NO_ID)))
+  inside = jnp.broadcast_to(lanes < k, (rows.load.shape[0], width))
+  at = jnp.minimum(lanes, k - 1)
+  keys = pltriton.load(work_ref.at[rows.load, work_set, 0, at], mask=inside, other=_TAKEN)
+  ids = pltriton.load(work_ref.at[rows.load, work_set, 1, at], mask=inside, other=_NO_ID)
 
-  def count_rival(f, ranks):  # one rival per step and set, against all its packed entries
+  def count_rival(f, rank):  # one rival per step, against every packed entry at once
     rival = jnp.full(rows.load.shape, f, jnp.int32)
-    new_ranks = []
-    for work_set, ((_, keys, ids), count, rank) in enumerate(zip(packed_sets, counts, ranks)):
-      at = rival if exactly_k else jnp.minimum(rival, jnp.maximum(count - 1, 0))
-      rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, at])  # [R, 1]
-      rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, at])
-      beats = (rival_key > keys) | ((rival_key == keys) & (rival_id < ids))
-      if not exactly_k:
-        beats = beats & (rival < count)
-      new_ranks.append(rank + beats.astype(jnp.int32))
-    return tuple(new_ranks)
+    rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, rival])  # [R, 1]
+    rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, rival])
+    beats = (rival_key > keys) | ((rival_key == keys) & (rival_id < ids))
+    return rank + beats.astype(jnp.int32)
 
-  rivals = k if exactly_k else functools.reduce(jnp.maximum, (jnp.max(c) for c in counts))
-  ranks = lax.fori_loop(0, rivals, count_rival,
-                        tuple(jnp.zeros(keys.shape, jnp.int32) for _, keys, _ in packed_sets))
-  for (inside, _, ids), rank, out in zip(packed_sets, ranks, outs):
-    stored = jnp.broadcast_to(live, inside.shape) & inside & (rank < k)
-    pltriton.store(out(jnp.where(stored, rank, k)), ids, mask=stored)
+  rank = lax.fori_loop(0, k, count_rival, jnp.zeros(keys.shape, jnp.int32))
+  stored = jnp.broadcast_to(live, inside.shape) & inside
+  pltriton.store(out(jnp.where(stored, rank, k)), ids, mask=stored)
   platform.triton_barrier(interpret)
-
-
-# Bits of the pre-filter's bound (`KernelConfig.prefilter_group_size`): the sign, the
-# exponent and 3 mantissa bits, so 12 counts instead of 32, and the bound is at most 1/8 of
-# its magnitude below the k'-th best group maximum. On Gaussian scores at S = 512, k' = 32
-# and groups of 4, 40 keys per half pass it on average and at most 58 of 4,000 rows
-# (against 35 and 46 with all 32 bits; a numpy simulation, WORKSPACE.md, session 32).
-_PREFILTER_KEY_BITS = 12
-
-
-def prefilter_lanes(per_half: int) -> int:
-  """Keys per half the pre-filter's ranking takes (more: the exact threshold instead)."""
-  return 2 * next_power_of_two(per_half)
 
 
 def _threshold_halves(scores_ref, rows: _Rows, ranks_by_half, logs, work_ref, *,
-                      sub_keys: int, rounds: int, prefilter_group_size: int | None,
-                      interpret: bool):
-  """`_scan_half`'s result for both halves without rounds (`half_select="threshold"`): the
-  `rounds` best of each half, ranked by `_store_ranked` into its pick log (each half
-  packs into its own set of work_ref [rows, 2, 2, K]), chosen by `_thresholds`.
-
-  With a pre-filter (`prefilter_group_size` = g), each half's keys are first cut by a
-  lower bound on its `rounds`-th largest key: the maxima of its groups of g consecutive
-  keys are distinct keys, so at least `rounds` keys are >= the `rounds`-th best maximum,
-  which `_key_cuts` bounds from below in `_PREFILTER_KEY_BITS` counts over the S / g
-  maxima. Every key above the bound is ranked directly (`_store_ranked` over at most
-  `prefilter_lanes`), with no count over the S keys. Where more keys than that pass it
-  in some row of the program (ties; a bound far below), the program takes `_thresholds`."""
-  half_block = next_power_of_two(sub_keys)
-  cols = jnp.arange(half_block, dtype=jnp.int32)[None, :]
-  num_rows = rows.load.shape[0]
+                      sub_keys: int, rounds: int, interpret: bool):
+  """`_scan_half`'s result for both halves by `_thresholds` (`half_select="threshold"`):
+  the `rounds` best of each half, ranked by `_store_ranked` into its pick log (each half
+  packs into its own set of work_ref [rows, 2, 2, K])."""
+  cols = jnp.arange(next_power_of_two(sub_keys), dtype=jnp.int32)[None, :]
   halves = tuple(_Entries((_keys(scores_ref, rows, offset, cols, sub_keys),),
-                          (jnp.broadcast_to(cols, (num_rows, half_block)),),
+                          (jnp.broadcast_to(cols, (rows.load.shape[0], cols.shape[1])),),
                           max(1, (sub_keys - 1).bit_length()))
                  for offset in (0, sub_keys))
-  outs = tuple(lambda lane, log=log: log.scratch.at[rows.store, log.half, lane]
-               for log in logs)
-
-  def by_thresholds():
-    chosen = tuple(_chosen_by_cuts(entries, cuts)
-                   for entries, cuts in zip(halves, _thresholds(halves, rounds)))
-    _store_ranked(halves, chosen, rows, work_ref, outs, rounds, interpret, exactly_k=True)
-
-  if prefilter_group_size is None:
-    by_thresholds()
-  else:
-    size = min(prefilter_group_size, half_block)
-    groups = half_block // size
-    group_ids = jnp.broadcast_to(jnp.arange(groups, dtype=jnp.int32)[None, :],
-                                 (num_rows, groups))
-    maxima = tuple(
-        _Entries((jnp.max(entries.keys[0].reshape(num_rows, groups, size), axis=2),),
-                 (group_ids,), max(1, (groups - 1).bit_length()))
-        for entries in halves)
-    bounds = _key_cuts(maxima, rounds, bits=_PREFILTER_KEY_BITS)
-    chosen = tuple(((entries.keys[0] >= bound) & (cols < sub_keys),)
-                   for entries, bound in zip(halves, bounds))
-    most = functools.reduce(jnp.maximum, (
-        jnp.max(jnp.sum(part.astype(jnp.int32), axis=1)) for (part,) in chosen))
-    width = work_ref.shape[-1]
-    pl.when(most <= width)(lambda: _store_ranked(
-        halves, chosen, rows, work_ref, outs, rounds, interpret, exactly_k=False))
-    pl.when(most > width)(by_thresholds)
+  for half, (entries, cuts, log) in enumerate(zip(halves, _thresholds(halves, rounds), logs)):
+    _store_ranked(entries, cuts, rows, work_ref, half, lambda lane, log=log: (
+        log.scratch.at[rows.store, log.half, lane]), rounds, interpret)
   return tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
 
 
@@ -531,8 +441,8 @@ def _select_by_threshold(keys, slots, rows: _Rows, work_ref, idx_ref, k: int, su
   of work_ref."""
   candidates = _Entries(tuple(keys), tuple(slots), max(1, (sub_keys * sub_keys - 1).bit_length()))
   (cuts,) = _thresholds((candidates,), k)
-  _store_ranked((candidates,), (_chosen_by_cuts(candidates, cuts),), rows, work_ref,
-                (lambda lane: idx_ref.at[rows.store, lane],), k, interpret, exactly_k=True)
+  _store_ranked(candidates, cuts, rows, work_ref, 0,
+                lambda lane: idx_ref.at[rows.store, lane], k, interpret)
 
 
 def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
@@ -547,9 +457,7 @@ def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...]
     memory["candidates"] = (num_rows, 2, sum(parts))
   halves = config.half_select == "threshold"
   if halves or config.final_select == "threshold":
-    half_lanes = (per_half if config.prefilter_group_size is None
-                  else prefilter_lanes(per_half))
-    lanes = max(half_lanes if halves else 1, k if config.final_select == "threshold" else 1)
+    lanes = max(per_half if halves else 1, k if config.final_select == "threshold" else 1)
     memory["work"] = (num_rows, 2 if halves else 1, 2, next_power_of_two(lanes))
   return {name: jax.ShapeDtypeStruct(shape, jnp.int32) for name, shape in memory.items()}
 
@@ -579,8 +487,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   elif config.half_select == "threshold":
     first_idx, second_idx = _threshold_halves(
         scores_ref, rows, (first_rank, second_rank), logs, work["work"], sub_keys=sub_keys,
-        rounds=per_half, prefilter_group_size=config.prefilter_group_size,
-        interpret=interpret)
+        rounds=per_half, interpret=interpret)
   else:
     half = functools.partial(_scan_half, scores_ref, rows, sub_keys=sub_keys,
                              rounds=per_half, pick=config.pick)
@@ -669,4 +576,4 @@ def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None =
 
 __all__ = ["FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS",
            "candidate_parts", "check_config", "default_config", "ordered_key",
-           "prefilter_lanes", "product_key_topk"]
+           "product_key_topk"]

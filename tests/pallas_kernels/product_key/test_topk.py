@@ -8,7 +8,6 @@ TPU kernel is lowered for TPU (no TPU was available to run it compiled).
 from __future__ import annotations
 
 import functools
-from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -33,8 +32,6 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="scan", block_rows=8, num_warps=2),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
-    topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1,
-                             prefilter_group_size=4),
 ]
 
 
@@ -126,7 +123,6 @@ CONFIGS = [
     topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
-    topk_pallas.KernelConfig(half_select="threshold", block_rows=2, prefilter_group_size=4),
 ]
 THRESHOLD = topk_pallas.KernelConfig(half_select="threshold", final_select="threshold")
 
@@ -154,32 +150,6 @@ def test_threshold_selection_takes_the_lowest_ids_among_ties(sub_keys, k):
   idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=THRESHOLD),
                         static_argnums=1)(scores, k)
   assert_matches_brute_force(idx, logits, scores, k)
-
-
-@pytest.mark.parametrize("sub_keys,k", [(512, 32), (200, 8), (1024, 64)])
-def test_prefilter_ranks_random_rows_without_the_thresholds(sub_keys, k):
-  """Rows of random scores (half of them rounded, so some of the best keys tie) are ranked
-  by the pre-filter alone: with `_thresholds` replaced by cuts that choose nothing, they
-  still match brute force, while a constant row (every key passes the bound) takes the
-  thresholds and so comes out wrong."""
-  rng = np.random.default_rng(sub_keys + k)
-  scores = rng.standard_normal((6, 2 * sub_keys)).astype(np.float32)
-  scores[:3] = np.round(scores[:3] * 16) / 16
-  config = topk_pallas.KernelConfig(half_select="threshold", block_rows=1,
-                                    prefilter_group_size=4)
-  topk = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
-                 static_argnums=1)
-
-  def choose_nothing(entry_sets, k):
-    del k
-    return tuple((jnp.full(entries.keys[0].shape[:1] + (1,), np.iinfo(np.int32).max),) * 2
-                 for entries in entry_sets)
-
-  with mock.patch.object(topk_pallas, "_thresholds", choose_nothing):
-    assert_matches_brute_force(*topk(jnp.asarray(scores), k), scores, k)
-    constant = jnp.full((1, 2 * sub_keys), 0.5)
-    with pytest.raises(AssertionError):
-      assert_matches_brute_force(*topk(constant, k), constant, k)
 
 
 def test_ordered_key_orders_like_the_floats():
@@ -218,9 +188,7 @@ def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
 @pytest.mark.parametrize("field,value", [("block_rows", 3), ("num_warps", 0),
                                          ("num_warps", 64), ("group_size", 24),
                                          ("half_select", "sort"), ("pick", "argmin"),
-                                         ("final_select", "sort"),
-                                         ("prefilter_group_size", 3),
-                                         ("prefilter_group_size", 4)])  # not "threshold" halves
+                                         ("final_select", "sort")])
 def test_kernel_config_is_checked(field, value):
   with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
     topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
