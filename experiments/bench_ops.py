@@ -7,6 +7,9 @@
   python -m experiments.bench_ops --op=row_traffic --batch=16 --heads=1 --sdm_slots=16384 \
       --value_dim=512 --seq_len=2048 --chunk_size=16 --sdm_writes=64 \
       --tilings="default,block_cols=512;block_rows=16"   # phase 2's row moves alone
+  python -m experiments.bench_ops --op=row_chain ...same flags... \
+      --tilings="default,programs=4"   # and chained chunk after chunk: per-chunk launches
+                                       # against one launch with barriers
   python -m experiments.bench_ops --op=decode_attention --batch=8 --seq_len=131072 \
       --heads=16 --value_dim=128 --tilings="default,min_programs=1024"   # L = seq_len, D = value_dim
 
@@ -27,6 +30,7 @@ from experiments import configs
 from sdm_jax.evaluation import attention_benchmarks
 from sdm_jax.evaluation import gdn_benchmarks
 from sdm_jax.evaluation import peer_benchmarks
+from sdm_jax.evaluation import row_chain
 from sdm_jax.evaluation import row_traffic
 from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import step_benchmarks
@@ -106,7 +110,8 @@ _TILINGS = flags.DEFINE_list(
     "row_tile, group_entries, num_warps, num_stages, l2_hints, ...; gdn: chunk_pallas, "
     "fields block_v, state_block_v, prepare_warps, output_warps, num_stages, ...; topk: "
     "topk_pallas, fields block_rows, num_warps, half_select, group_size, pick; "
-    "row_traffic: fields block_rows, block_cols, num_warps; "
+    "row_traffic: fields block_rows, block_cols, num_warps; row_chain: the same and "
+    "programs; "
     "decode_attention: decode_pallas, fields block_k, num_warps, num_stages, min_programs).")
 
 
@@ -167,6 +172,20 @@ def _bench_row_traffic() -> dict[str, Any]:
 
 
 BENCHMARKS["row_traffic"] = _bench_row_traffic
+
+
+def _bench_row_chain() -> dict[str, Any]:
+  """Phase 2's chunk recurrence alone (gather, then scatter, chunk after chunk): launches
+  per chunk against one persistent launch with barriers."""
+  return row_chain.benchmark(
+      groups=_BATCH.value * _HEADS.value, num_slots=_SLOTS.value, value_dim=_VALUE_DIM.value,
+      rows_per_chunk=_CHUNK.value * _WRITES.value, num_chunks=_SEQ_LEN.value // _CHUNK.value,
+      dtype=_DTYPE.value,
+      tilings=[tiling.parse_tiling(t, row_chain.Tiling()) for t in _TILINGS.value],
+      warmup=_WARMUP.value, repeats=_REPEATS.value)
+
+
+BENCHMARKS["row_chain"] = _bench_row_chain
 
 _TOPK_ROWS = flags.DEFINE_list("topk_rows", ["65536", "8"], "Rows of scores (topk).")
 _TOPK_SUB_KEYS = flags.DEFINE_list("topk_sub_keys", ["256", "512", "1024"],
