@@ -198,7 +198,7 @@ def main(argv):
                             chunk_size=_CHUNK.value, config=config)
   else:
     config = tiling.parse_tiling(_TILING.value,
-                                 topk_pallas.default_config(_TOPK_SUB_KEYS.value))
+                                 topk_pallas.default_config(_TOPK_SUB_KEYS.value, _TOPK_K.value))
     modules = topk_kernel_ir(rows=_TOPK_ROWS.value, sub_keys=_TOPK_SUB_KEYS.value,
                              k=_TOPK_K.value, config=config)
   os.makedirs(_OUT_DIR.value, exist_ok=True)

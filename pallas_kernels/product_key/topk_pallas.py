@@ -72,7 +72,7 @@ class KernelConfig(NamedTuple):
 
   Defaults: the fastest of 14 configs on one H200 at 65,536 rows, S = 512, k = 32 (0.62 ms
   forward; one row per program with whole-half scans, the previous default, 1.17 ms;
-  WORKSPACE.md, issue 12). For S <= 128 `default_config` takes threshold selections.
+  WORKSPACE.md, issue 12). Where S <= 4k `default_config` takes threshold selections.
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -84,18 +84,20 @@ class KernelConfig(NamedTuple):
   final_select: str = "tournament"
 
 
-# At or below this many sub-keys per half, threshold selections (both steps, one row per
-# program) beat the rounds: at 65,536 rows, S = 128, k = 64 (`sdm_small`'s shape) on the
-# H200, 0.75 ms forward against 1.16 for whole-half scans (the previous default there,
-# which had beaten the groups' tournament, 1.45-1.60) and 0.81 for `lax.top_k` over the 2S
-# scores. At S = 512, k = 32 they lose to the groups' tournament, 0.91 against 0.64 ms
-# (WORKSPACE.md, issue 12, sessions 26 and 31).
-THRESHOLD_MAX_SUB_KEYS = 128
+# Threshold selections (both steps, one row per program) cost 31 bit counts per half
+# whatever k; the groups' tournament costs rounds in proportion to k. So the threshold form
+# is the faster where S is at most this many times k. On the H200 at 65,536 rows, float32,
+# fwd ms (threshold against groups; WORKSPACE.md, issue 12, sessions 31-32): S = 128, k = 64
+# (`sdm_small`'s shape) 0.75 against 1.45-1.60; S = 256, k = 64: 0.93 / 1.26; k = 128: 2.24
+# / 2.89; S = 512, k = 128: 2.79 / 2.91; and the other way round at S = 256, k = 32: 0.54 /
+# 0.51; S = 512, k = 32: 0.91 / 0.64 (k = 64: 1.32 / 1.37-1.39 forward, slower back to back
+# and with the backward: a tie); S = 1,024, k = 32 and 64: 1.65 / 0.93 and 2.26 / 1.63.
+THRESHOLD_MAX_SUB_KEYS_PER_K = 4
 
 
-def default_config(sub_keys: int) -> KernelConfig:
-  """The tiling `product_key_topk` takes for S = sub_keys when given none."""
-  if sub_keys <= THRESHOLD_MAX_SUB_KEYS:
+def default_config(sub_keys: int, k: int) -> KernelConfig:
+  """The tiling `product_key_topk` takes for S = sub_keys and k when given none."""
+  if sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
     return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
   return KernelConfig()
 
@@ -565,15 +567,15 @@ _topk.defvjp(_topk_fwd, _topk_bwd)
 def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None = None,
                      interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
   """scores [..., 2S] -> (idx [..., k] int32, logits [..., k] in scores' dtype); the
-  contract of `topk_xla.product_key_topk`. config: `default_config(S)` when None (results
+  contract of `topk_xla.product_key_topk`. config: `default_config(S, k)` when None (results
   do not depend on it). interpret: default unless on a GPU."""
-  config = default_config(scores.shape[-1] // 2) if config is None else config
+  config = default_config(scores.shape[-1] // 2, k) if config is None else config
   check_config(config)
   if interpret is None:
     interpret = not platform.on_gpu()
   return _topk(scores, k, config, interpret)
 
 
-__all__ = ["FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS",
+__all__ = ["FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS_PER_K",
            "candidate_parts", "check_config", "default_config", "ordered_key",
            "product_key_topk"]

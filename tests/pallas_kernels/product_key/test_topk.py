@@ -195,11 +195,14 @@ def test_kernel_config_is_checked(field, value):
                                  config=topk_pallas.KernelConfig()._replace(**{field: value}))
 
 
-def test_default_config_thresholds_small_halves_and_groups_large_ones():
-  small = topk_pallas.default_config(topk_pallas.THRESHOLD_MAX_SUB_KEYS)
-  large = topk_pallas.default_config(2 * topk_pallas.THRESHOLD_MAX_SUB_KEYS)
-  assert (small.half_select, small.final_select) == ("threshold", "threshold")
-  assert large == topk_pallas.KernelConfig() and large.half_select == "groups"
+def test_default_config_thresholds_halves_of_at_most_four_k():
+  per_k = topk_pallas.THRESHOLD_MAX_SUB_KEYS_PER_K
+  for sub_keys, k in [(128, 64), (256, 64), (512, 128), (4, 1)]:
+    assert sub_keys <= per_k * k
+    config = topk_pallas.default_config(sub_keys, k)
+    assert (config.half_select, config.final_select) == ("threshold", "threshold")
+  for sub_keys, k in [(512, 32), (256, 32), (1024, 64)]:
+    assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig()
 
 
 def test_candidate_pairs_are_the_hyperbola_under_k():
