@@ -12,6 +12,7 @@ import jax
 from jax import lax
 from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
+import jax.numpy as jnp
 
 
 def on_gpu() -> bool:
@@ -36,6 +37,30 @@ def triton_barrier(interpret: bool) -> None:
   statements in order, so it has nothing to order."""
   if not interpret:
     pltriton.debug_barrier()
+
+
+def group_barrier(arrivals_ref, counter, programs: int, number, interpret: bool) -> None:
+  """Inside a GPU kernel: waits until each of the `programs` programs sharing the int32
+  counter arrivals_ref[counter] (zero at launch) has reached its `number`-th barrier (1, 2,
+  ...). The program's threads meet, one atomic add announces its arrival, a spin of
+  atomic reads waits for the count `programs * number`, and the threads meet again; the
+  atomics are acquire-release at GPU scope, so the loads after it see the stores every
+  arrived program made before it (checked bitwise on the H200: WORKSPACE.md, issue 11,
+  session 32). The programs must all be resident at once, or some never arrive.
+
+  Interpret mode runs programs one after another, so a wait there never ends: it takes
+  `programs` = 1 only (whose own arrival completes each barrier)."""
+  if interpret and programs != 1:
+    raise ValueError(f"a barrier between {programs} programs cannot run in interpret mode "
+                     "(programs run one after another there): use 1")
+  triton_barrier(interpret)
+  pltriton.atomic_add(arrivals_ref, counter, jnp.ones((), jnp.int32))
+  if interpret:
+    return
+  lax.while_loop(lambda seen: seen < programs * number,
+                 lambda _: pltriton.atomic_add(arrivals_ref, counter, jnp.zeros((), jnp.int32)),
+                 jnp.zeros((), jnp.int32))
+  triton_barrier(interpret)
 
 
 F32_DOT_PASSES = (1, 3)  # one TF32 pass, TF32x3

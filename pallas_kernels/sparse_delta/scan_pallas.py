@@ -118,6 +118,11 @@ class KernelConfig(NamedTuple):
   # wider slabs do less of it; more warps keep the registers per thread.
   backward_rows_cols: int | None = None
   backward_rows_warps: int | None = None
+  # The forward as one persistent launch (`_fwd_persistent_kernel`) with this many programs
+  # per sequence and column slab, meeting at a barrier after each stage; None: launches per
+  # chunk in a `lax.scan`. On a GPU every program must be resident at once (B*H x slabs x
+  # this within what the SMs hold at the kernel's registers); interpret mode takes 1.
+  persistent_programs: int | None = None
 
   def backward_rows_config(self) -> "KernelConfig":
     """The config the backward's row kernels run with."""
@@ -188,6 +193,10 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
     # kernels' slabs keep the same floor.
     if cols is not None and cols < 16:
       raise ValueError(f"KernelConfig.{field} must be >= 16, got {cols}")
+  programs = config.persistent_programs
+  if programs is not None and (not isinstance(programs, int) or programs < 1):
+    raise ValueError(f"KernelConfig.persistent_programs must be None or an int >= 1, got "
+                     f"{programs!r}")
   if not isinstance(config.scan_unroll, int) or config.scan_unroll < 1:
     raise ValueError(f"KernelConfig.scan_unroll must be an int >= 1, got {config.scan_unroll!r}")
   reason = platform.f32_dot_passes_problem("KernelConfig.f32_dot_passes",
@@ -307,22 +316,24 @@ class _RowTile(NamedTuple):
 
 
 class _Grid(NamedTuple):
-  """A row-tile program's coordinates (sequence x head, row tile, column slab), read once at
-  the kernel's top level: interpret mode replaces `pl.program_id` there, not inside the
-  branches of `pl.when`."""
+  """Where a program works: chunk, sequence x head, its row tile or token group, column
+  slab. A per-chunk kernel reads them once at its top level (`of_program`): interpret mode
+  replaces `pl.program_id` there, not inside the branches of `pl.when`."""
+  c: jax.Array
   bh: jax.Array
-  tile: jax.Array
+  tile: jax.Array  # the row tile (row-tile kernels) or token group (gather kernels)
   slab: jax.Array
 
   @staticmethod
-  def of_program() -> "_Grid":
-    return _Grid(pl.program_id(0), pl.program_id(1), pl.program_id(2))
+  def of_program(r) -> "_Grid":
+    """The grid (B*H, row tiles or token groups, slabs) of chunk r["chunk"][0]."""
+    return _Grid(r["chunk"][0], pl.program_id(0), pl.program_id(1), pl.program_id(2))
 
 
 def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _RowTile:
-  """The row tile `grid.tile` of slab `grid.slab` of chunk r["chunk"][0] in the write or
-  read layout (kind "write" or "read"): its rows' fields, each one contiguous load."""
-  c, bh = r["chunk"][0], grid.bh
+  """The row tile `grid.tile` of slab `grid.slab` of chunk `grid.c` in the write or read
+  layout (kind "write" or "read"): its rows' fields, each one contiguous load."""
+  c, bh = grid.c, grid.bh
   _, cols = _slab_columns(grid.slab, config.block_cols)
   first = pl.multiple_of(grid.tile * config.row_tile, config.row_tile)
   at = pl.ds(first, config.row_tile)
@@ -342,14 +353,13 @@ def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _
 # ---------------------------------------------------------------------------------- forward
 
 
-def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, token groups, slabs): per token, the weighted sums of the rows it reads
-  (before the chunk's writes) and, shared form, of the rows it writes (r0)."""
-  r = dict(zip(names, refs))
-  del interpret
+def _fwd_gather(r, grid: _Grid, dims: _Dims, config: KernelConfig):
+  """Token group `grid.tile`: per token, the weighted sums of the rows it reads (before the
+  chunk's writes) and, shared form, of the rows it writes (r0)."""
   group, block = dims.token_group(config), config.block_cols
-  c, bh, cols0, cols = _program(r, block)
-  t0 = pl.multiple_of(pl.program_id(1) * group, group)
+  c, bh = grid.c, grid.bh
+  cols0, cols = _slab_columns(grid.slab, block)
+  t0 = pl.multiple_of(grid.tile * group, group)
   # The read rows are not touched again in the chunk; the scatter reloads the written ones.
   targets = [("read_slot", "read_coef", "out_read", "once")]
   if dims.shared:
@@ -363,11 +373,12 @@ def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
         coef[:, :, None] * rows, axis=1)
 
 
-def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, 1, slabs): y = V - r0, delta = S y (shared form), out = reads + QK delta."""
-  r = dict(zip(names, refs))
+def _fwd_dense(r, grid: _Grid, dims: _Dims, config: KernelConfig, interpret: bool):
+  """The chunk's tokens in slab `grid.slab`: y = V - r0, delta = S y (shared form),
+  out = reads + QK delta."""
   chunk, block = dims.chunk, config.block_cols
-  c, bh, cols0, _ = _program(r, block)
+  c, bh = grid.c, grid.bh
+  cols0, _ = _slab_columns(grid.slab, block)
   here, cols = (c, bh), pl.ds(cols0, block)
   if dims.shared:
     r["y_out"][(*here, slice(None), cols)] = (r["values"][(*here, slice(None), cols)]
@@ -381,13 +392,10 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
       r["qk"], delta, here, here, cols0, config, chunk, interpret)
 
 
-def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
-                        interpret: bool):
-  """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u] for
-  the tile's slots, in place, after saving their old rows in the snapshot."""
-  r = dict(zip(names, refs))
-  del interpret
-  tile = _row_tile(r, "write", dims, config, _Grid.of_program())
+def _fwd_scatter(r, grid: _Grid, dims: _Dims, config: KernelConfig):
+  """Row tile `grid.tile`: M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u] for the
+  tile's slots, in place, after saving their old rows in the snapshot."""
+  tile = _row_tile(r, "write", dims, config, grid)
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here = (c, bh)
   table = r["table_out"]
@@ -406,6 +414,69 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   new_rows = _segment_sums(tile.begin, tile.end, r["entry_token"].shape[-1], update,
                            decay[:, None] * written)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
+
+
+def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, token groups, slabs): `_fwd_gather`."""
+  del interpret
+  r = dict(zip(names, refs))
+  _fwd_gather(r, _Grid.of_program(r), dims, config)
+
+
+def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, 1, slabs): `_fwd_dense`."""
+  r = dict(zip(names, refs))
+  _fwd_dense(r, _Grid.of_program(r), dims, config, interpret)
+
+
+def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
+                        interpret: bool):
+  """grid (B*H, row tiles, slabs): `_fwd_scatter`."""
+  del interpret
+  r = dict(zip(names, refs))
+  _fwd_scatter(r, _Grid.of_program(r), dims, config)
+
+
+def _fwd_persistent_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool,
+                           num_chunks: int):
+  """grid (persistent_programs, slabs, B*H): every chunk's forward in one launch. The
+  programs of a sequence and slab share its token groups and row tiles (program p takes p,
+  p + P, ...): they gather, meet at a barrier, one of them runs the dense stage, they meet
+  again, scatter, and meet before the next chunk gathers the rows this one wrote
+  (`platform.group_barrier` on a counter per sequence and slab)."""
+  r = dict(zip(names, refs))
+  # Read the table and delta through the refs written in place: the earlier chunks' rows.
+  r["table"] = r["table_out"]
+  if dims.shared:
+    r["delta"] = r["delta_out"]
+  part, slab, bh = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+  programs = config.persistent_programs
+  barrier = functools.partial(platform.group_barrier, r["arrivals_out"], (bh, slab), programs,
+                              interpret=interpret)
+
+  def each(count: int, stage):  # this program's share of a stage's `count` items
+    def item(j, carry):
+      stage(part + j * programs)
+      return carry
+    lax.fori_loop(0, (count - part + programs - 1) // programs, item, 0)
+
+  groups = dims.chunk // dims.token_group(config)
+  tiles = dims.write_rows // config.row_tile
+
+  def chunk(c, carry):
+    each(groups, lambda g: _fwd_gather(r, _Grid(c, bh, g, slab), dims, config))
+    barrier(3 * c + 1)
+
+    @pl.when(part == 0)
+    def _():
+      _fwd_dense(r, _Grid(c, bh, 0, slab), dims, config, interpret)
+
+    barrier(3 * c + 2)
+    each(tiles, lambda t: _fwd_scatter(r, _Grid(c, bh, t, slab), dims, config))
+    barrier(3 * c + 3)
+    return carry
+
+  lax.fori_loop(0, num_chunks, chunk, 0)
 
 
 # --------------------------------------------------------------------------------- backward
@@ -452,7 +523,8 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   form), and records in `next_write` that this chunk's snapshot holds their rows as this
   and every earlier chunk back to their previous writer found them."""
   del interpret
-  _written_rows(dict(zip(names, refs)), dims, config, _Grid.of_program(), with_reads=False)
+  r = dict(zip(names, refs))
+  _written_rows(r, dims, config, _Grid.of_program(r), with_reads=False)
 
 
 def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
@@ -462,7 +534,8 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   snapshot of the next chunk (this one or a later one) that wrote s, or the final table if
   none did (`next_write`)."""
   del interpret
-  _read_rows(dict(zip(names, refs)), dims, config, _Grid.of_program())
+  r = dict(zip(names, refs))
+  _read_rows(r, dims, config, _Grid.of_program(r))
 
 
 def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -476,7 +549,7 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   del interpret
   r = dict(zip(names, refs))
   write_tiles = dims.write_rows // config.row_tile
-  grid = _Grid.of_program()
+  grid = _Grid.of_program(r)
 
   @pl.when(grid.tile < write_tiles)
   def _():
@@ -771,6 +844,28 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
+def _forward_persistent(table, saved, *, xs, dims: _Dims, config: KernelConfig,
+                        interpret: bool, num_chunks: int):
+  """Every chunk's forward as one launch (`_fwd_persistent_kernel`): `_forward_chunk`'s
+  results for all chunks, (table, saved)."""
+  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
+  tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
+  stacked = ("out", "snapshot", "y", "delta") if dims.shared else ("out", "snapshot")
+  inputs = dict(table=table, arrivals=jnp.zeros((bh, slabs), jnp.int32),
+                **_pick(xs, "read_slot", "read_coef", "qk", "values", "entry_token",
+                        "entry_update_coef"),
+                **_tiles(xs, "write"), **_pick(saved, *stacked))
+  outputs = dict(table=table, arrivals=inputs["arrivals"], **_pick(saved, *stacked),
+                 out_read=tokens)
+  if dims.shared:
+    inputs.update(_pick(xs, "write_slot", "write_coef", "solve"))
+    outputs.update(r0=tokens)
+  results = _call(_fwd_persistent_kernel, (config.persistent_programs, slabs, bh), 0, inputs,
+                  outputs, aliases=("table", "arrivals", *stacked), dims=dims, config=config,
+                  interpret=interpret, num_chunks=num_chunks)
+  return results["table"], _pick(results, *stacked)
+
+
 def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
   """Chunk c in reverse: (next_write and d_table at its end, gradients stacked over chunks)
   -> (both at its start, gradients updated). next_write [B*H, N] is the row of the stacked
@@ -854,10 +949,14 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
       (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
   if dims.shared:
     saved.update(y=tokens(), delta=tokens())
-  step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
-                           interpret=interpret)
-  (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
-                               unroll=config.scan_unroll)
+  if config.persistent_programs is None:
+    step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
+                             interpret=interpret)
+    (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
+                                 unroll=config.scan_unroll)
+  else:
+    final, saved = _forward_persistent(table, saved, xs=xs, dims=dims, config=config,
+                                       interpret=interpret, num_chunks=num_chunks)
   out = _batch_major(saved.pop("out"), batch, heads)
   final = final.reshape(batch, heads, *memory.shape[-2:])
   # A shared [H, N, Dv] table is remembered by a [H, 0] marker (residuals must be arrays).

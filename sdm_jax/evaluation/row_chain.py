@@ -89,19 +89,8 @@ def _persistent_kernel(rows_ref, table_in, stacked_in, arrivals_in, table_ref, s
   share = blocks // tiling.programs
   counter = (g, slab)
 
-  def barrier(number):
-    # All of the program's stores before its arrival (its threads meet first); the
-    # counter's atomics are acquire-release at GPU scope, so the stores of every program
-    # that arrived are seen by the loads after the spin.
-    platform.triton_barrier(interpret)
-    pltriton.atomic_add(arrivals_ref, counter, jnp.ones((), jnp.int32))
-    if interpret:  # one program (`_check`): it has arrived, and none is left to wait for
-      return
-    lax.while_loop(lambda seen: seen < tiling.programs * number,
-                   lambda _: pltriton.atomic_add(arrivals_ref, counter,
-                                                 jnp.zeros((), jnp.int32)),
-                   jnp.zeros((), jnp.int32))
-    platform.triton_barrier(interpret)
+  barrier = functools.partial(platform.group_barrier, arrivals_ref, counter, tiling.programs,
+                              interpret=interpret)
 
   def chunk(c, carry):
     for j in range(share):
@@ -116,7 +105,7 @@ def _persistent_kernel(rows_ref, table_in, stacked_in, arrivals_in, table_ref, s
   lax.fori_loop(0, num_chunks, chunk, 0)
 
 
-def _check(rows, table, tiling: Tiling, interpret: bool) -> int:
+def _check(rows, table, tiling: Tiling) -> int:
   """Row blocks per chunk; raises ValueError for a tiling the probe cannot take."""
   per_chunk, width = rows.shape[-1], table.shape[-1]
   if per_chunk % tiling.block_rows or width % tiling.block_cols:
@@ -126,16 +115,13 @@ def _check(rows, table, tiling: Tiling, interpret: bool) -> int:
   if blocks % tiling.programs:
     raise ValueError(f"programs={tiling.programs} must divide the row blocks per chunk "
                      f"({blocks})")
-  if interpret and tiling.programs != 1:
-    raise ValueError("programs must be 1 in interpret mode: programs run one after another "
-                     "there, so a barrier between them never releases")
   return blocks
 
 
 def chain_per_chunk(rows, table, stacked, tiling: Tiling, interpret: bool | None = None):
   """(table, stacked) after every chunk's gather and scatter, two launches per chunk."""
   interpret = not platform.on_gpu() if interpret is None else interpret
-  blocks = _check(rows, table, tiling._replace(programs=1), interpret)
+  blocks = _check(rows, table, tiling._replace(programs=1))
 
   def launch(stage, c, table, stacked):
     kernel = functools.partial(_stage_kernel, stage=stage, blocks=blocks, tiling=tiling)
@@ -158,7 +144,7 @@ def chain_per_chunk(rows, table, stacked, tiling: Tiling, interpret: bool | None
 def chain_persistent(rows, table, stacked, tiling: Tiling, interpret: bool | None = None):
   """`chain_per_chunk`'s result from one launch with barriers between the stages."""
   interpret = not platform.on_gpu() if interpret is None else interpret
-  blocks = _check(rows, table, tiling, interpret)
+  blocks = _check(rows, table, tiling)
   groups, slabs = table.shape[0], table.shape[-1] // tiling.block_cols
   arrivals = jnp.zeros((groups, slabs), jnp.int32)
   kernel = functools.partial(_persistent_kernel, blocks=blocks, num_chunks=rows.shape[0],
