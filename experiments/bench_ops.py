@@ -161,31 +161,22 @@ def _bench_sdm_tiling() -> dict[str, Any]:
 BENCHMARKS["sdm_tiling"] = _bench_sdm_tiling
 
 
-def _bench_row_traffic() -> dict[str, Any]:
-  """Phase 2's access pattern alone: B*H tables of N rows of Dv, C*W random rows per chunk."""
-  return row_traffic.benchmark(
+def _row_probe(probe) -> dict[str, Any]:
+  """A row probe (`row_traffic`, `row_chain`) at phase 2's shapes: B*H tables of N rows of
+  Dv, C*W rows per chunk, T / C chunks, at each tiling of its `Tiling`."""
+  return probe.benchmark(
       groups=_BATCH.value * _HEADS.value, num_slots=_SLOTS.value, value_dim=_VALUE_DIM.value,
       rows_per_chunk=_CHUNK.value * _WRITES.value, num_chunks=_SEQ_LEN.value // _CHUNK.value,
       dtype=_DTYPE.value,
-      tilings=[tiling.parse_tiling(t, row_traffic.Tiling()) for t in _TILINGS.value],
+      tilings=[tiling.parse_tiling(t, probe.Tiling()) for t in _TILINGS.value],
       warmup=_WARMUP.value, repeats=_REPEATS.value)
 
 
-BENCHMARKS["row_traffic"] = _bench_row_traffic
-
-
-def _bench_row_chain() -> dict[str, Any]:
-  """Phase 2's chunk recurrence alone (gather, then scatter, chunk after chunk): launches
-  per chunk against one persistent launch with barriers."""
-  return row_chain.benchmark(
-      groups=_BATCH.value * _HEADS.value, num_slots=_SLOTS.value, value_dim=_VALUE_DIM.value,
-      rows_per_chunk=_CHUNK.value * _WRITES.value, num_chunks=_SEQ_LEN.value // _CHUNK.value,
-      dtype=_DTYPE.value,
-      tilings=[tiling.parse_tiling(t, row_chain.Tiling()) for t in _TILINGS.value],
-      warmup=_WARMUP.value, repeats=_REPEATS.value)
-
-
-BENCHMARKS["row_chain"] = _bench_row_chain
+# Phase 2's access pattern alone (random rows in column slabs), one launch against launches
+# per chunk; and its gather -> scatter recurrence, launches per chunk against one persistent
+# launch with barriers.
+BENCHMARKS["row_traffic"] = lambda: _row_probe(row_traffic)
+BENCHMARKS["row_chain"] = lambda: _row_probe(row_chain)
 
 _TOPK_ROWS = flags.DEFINE_list("topk_rows", ["65536", "8"], "Rows of scores (topk).")
 _TOPK_SUB_KEYS = flags.DEFINE_list("topk_sub_keys", ["256", "512", "1024"],
