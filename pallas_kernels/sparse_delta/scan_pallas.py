@@ -120,8 +120,10 @@ class KernelConfig(NamedTuple):
   backward_rows_warps: int | None = None
   # The forward as one persistent launch (`_fwd_persistent_kernel`) with this many programs
   # per sequence and column slab, meeting at a barrier after each stage; None: launches per
-  # chunk in a `lax.scan`. On a GPU every program must be resident at once (B*H x slabs x
-  # this within what the SMs hold at the kernel's registers); interpret mode takes 1.
+  # chunk in a `lax.scan`. On a GPU a sequence and slab's programs must be resident at once
+  # (they are adjacent in launch order); interpret mode takes 1. `sdm_small`'s step on the
+  # H200 with 4: 46.16 ms against 45.08 (WORKSPACE.md, issue 11, session 32): 512 programs
+  # walk the row tiles that per-chunk launches spread over 4,096.
   persistent_programs: int | None = None
 
   def backward_rows_config(self) -> "KernelConfig":
