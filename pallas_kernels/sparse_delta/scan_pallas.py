@@ -46,6 +46,10 @@ body is the kernels alone (no per-chunk slicing or stacking copies).
 (A single persistent kernel per (sequence, slab) that loops over the chunks inside, the
 first design, was as slow as the XLA scan on the H200: its programs wait on one chain of
 dependent gathers each. See WORKSPACE.md.)
+`KernelConfig.persistent_programs` runs the forward in one launch again, now with several
+programs per sequence and slab that share its token groups and row tiles and meet at a
+barrier (`platform.group_barrier`) after each stage; opt-in, as it was 1.1 ms slower in
+`sdm_small`'s step with 4 (WORKSPACE.md, issue 11, session 32).
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and

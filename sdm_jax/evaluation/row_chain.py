@@ -19,6 +19,10 @@ phase 2 does; `chain_persistent` runs one launch, grid (programs, column slabs, 
 (an atomic counter per table and slab, then a spin until all have arrived). Only a
 table's own programs depend on each other, since every column moves apart.
 
+On the H200 at `sdm_small`'s layer shapes the persistent launch with 8 programs per table
+and slab was 19-24% faster back to back than the launches per chunk, its results bitwise
+equal (WORKSPACE.md, issue 11, session 32).
+
 A spin barrier needs the programs it waits for to run at the same time. On a GPU they do
 while one (table, slab)'s programs fit on the device at once (its programs are adjacent in
 launch order, so earlier groups finish and make room); in interpret mode programs run one
