@@ -73,8 +73,9 @@ def kernel_name(elf: bytes) -> str:
 
 
 def searched_bytes(blob: bytes) -> list[bytes]:
-  """`blob`, and the leaf records of every Riegeli file that starts in it (a GPU
-  executable's kernels are compressed there)."""
+  """`blob`, and the leaf records of the first Riegeli file that starts in it (the
+  outermost: the files nested in it are among its records; a GPU executable's kernels are
+  compressed there). Bytes that only look like its signature are skipped."""
   parts = [blob]
   start = blob.find(riegeli_reader.SIGNATURE)
   while start >= 0:

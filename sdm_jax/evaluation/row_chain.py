@@ -41,6 +41,7 @@ from jax.experimental.pallas import triton as pltriton
 import jax.numpy as jnp
 
 from pallas_kernels import platform
+from sdm_jax.evaluation import row_traffic
 from sdm_jax.evaluation import timing
 
 
@@ -111,10 +112,8 @@ def _persistent_kernel(rows_ref, table_in, stacked_in, arrivals_in, table_ref, s
 
 def _check(rows, table, tiling: Tiling) -> int:
   """Row blocks per chunk; raises ValueError for a tiling the probe cannot take."""
-  per_chunk, width = rows.shape[-1], table.shape[-1]
-  if per_chunk % tiling.block_rows or width % tiling.block_cols:
-    raise ValueError(f"block_rows={tiling.block_rows} must divide the rows per chunk "
-                     f"({per_chunk}) and block_cols={tiling.block_cols} the row width ({width})")
+  per_chunk = rows.shape[-1]
+  row_traffic.check_tile(per_chunk, table.shape[-1], tiling.block_rows, tiling.block_cols)
   blocks = per_chunk // tiling.block_rows
   if blocks % tiling.programs:
     raise ValueError(f"programs={tiling.programs} must divide the row blocks per chunk "

@@ -64,6 +64,13 @@ def _kernel(chunk_ref, rows_ref, source_ref, dest_in_ref, dest_ref, *, mode: str
     pltriton.store(dest_ref.at[in_table], pltriton.load(source_ref.at[stacked]))
 
 
+def check_tile(per_chunk: int, value_dim: int, block_rows: int, block_cols: int) -> None:
+  """Raises ValueError unless the tile divides the rows per chunk and the row width."""
+  if per_chunk % block_rows or value_dim % block_cols:
+    raise ValueError(f"block_rows={block_rows} must divide the rows per chunk ({per_chunk}) "
+                     f"and block_cols={block_cols} the row width ({value_dim})")
+
+
 def move_rows(rows, source, dest, chunk=None, *, mode: str, block_rows: int, block_cols: int,
               num_warps: int = 4, interpret: bool | None = None):
   """One launch moving the rows of chunk `chunk` of `rows` [n, G, M] int32, or of every
@@ -77,9 +84,7 @@ def move_rows(rows, source, dest, chunk=None, *, mode: str, block_rows: int, blo
     raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
   num_chunks, groups, per_chunk = rows.shape
   value_dim = source.shape[-1]
-  if per_chunk % block_rows or value_dim % block_cols:
-    raise ValueError(f"block_rows={block_rows} must divide the rows per chunk ({per_chunk}) "
-                     f"and block_cols={block_cols} the row width ({value_dim})")
+  check_tile(per_chunk, value_dim, block_rows, block_cols)
   if interpret is None:
     interpret = not platform.on_gpu()
   blocks = per_chunk // block_rows
