@@ -45,11 +45,10 @@ body is the kernels alone (no per-chunk slicing or stacking copies).
 
 (A single persistent kernel per (sequence, slab) that loops over the chunks inside, the
 first design, was as slow as the XLA scan on the H200: its programs wait on one chain of
-dependent gathers each. See WORKSPACE.md.)
-`KernelConfig.persistent_programs` runs the forward in one launch again, now with several
-programs per sequence and slab that share its token groups and row tiles and meet at a
-barrier (`platform.group_barrier`) after each stage; opt-in, as it was 1.1 ms slower in
-`sdm_small`'s step with 4 (WORKSPACE.md, issue 11, session 32).
+dependent gathers each. So was, in session 33, one launch with 4 or 8 programs per
+sequence and slab that shared its token groups and row tiles and met at atomic-counter
+barriers between the stages: 0.3-0.6 ms slower in `sdm_small`'s step than the launches per
+chunk. See WORKSPACE.md, issue 11, sessions 32-33.)
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
@@ -122,13 +121,6 @@ class KernelConfig(NamedTuple):
   # wider slabs do less of it; more warps keep the registers per thread.
   backward_rows_cols: int | None = None
   backward_rows_warps: int | None = None
-  # The forward as one persistent launch (`_fwd_persistent_kernel`) with this many programs
-  # per sequence and column slab, meeting at a barrier after each stage; None: launches per
-  # chunk in a `lax.scan`. On a GPU a sequence and slab's programs must be resident at once
-  # (they are adjacent in launch order); interpret mode takes 1. `sdm_small`'s step on the
-  # H200 with 4: 46.16 ms against 45.08 (WORKSPACE.md, issue 11, session 32): 512 programs
-  # walk the row tiles that per-chunk launches spread over 4,096.
-  persistent_programs: int | None = None
 
   def backward_rows_config(self) -> "KernelConfig":
     """The config the backward's row kernels run with."""
@@ -199,10 +191,6 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
     # kernels' slabs keep the same floor.
     if cols is not None and cols < 16:
       raise ValueError(f"KernelConfig.{field} must be >= 16, got {cols}")
-  programs = config.persistent_programs
-  if programs is not None and (not isinstance(programs, int) or programs < 1):
-    raise ValueError(f"KernelConfig.persistent_programs must be None or an int >= 1, got "
-                     f"{programs!r}")
   if not isinstance(config.scan_unroll, int) or config.scan_unroll < 1:
     raise ValueError(f"KernelConfig.scan_unroll must be an int >= 1, got {config.scan_unroll!r}")
   reason = platform.f32_dot_passes_problem("KernelConfig.f32_dot_passes",
@@ -443,48 +431,6 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   _fwd_scatter(r, _Grid.of_program(r), dims, config)
 
 
-def _fwd_persistent_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool,
-                           num_chunks: int):
-  """grid (persistent_programs, slabs, B*H): every chunk's forward in one launch. The
-  programs of a sequence and slab share its token groups and row tiles (program p takes p,
-  p + P, ...): they gather, meet at a barrier, one of them runs the dense stage, they meet
-  again, scatter, and meet before the next chunk gathers the rows this one wrote
-  (`platform.group_barrier` on a counter per sequence and slab)."""
-  r = dict(zip(names, refs))
-  # Read the table and delta through the refs written in place: the earlier chunks' rows.
-  r["table"] = r["table_out"]
-  if dims.shared:
-    r["delta"] = r["delta_out"]
-  part, slab, bh = pl.program_id(0), pl.program_id(1), pl.program_id(2)
-  programs = config.persistent_programs
-  barrier = functools.partial(platform.group_barrier, r["arrivals_out"], (bh, slab), programs,
-                              interpret=interpret)
-
-  def each(count: int, stage):  # this program's share of a stage's `count` items
-    def item(j, carry):
-      stage(part + j * programs)
-      return carry
-    lax.fori_loop(0, (count - part + programs - 1) // programs, item, 0)
-
-  groups = dims.chunk // dims.token_group(config)
-  tiles = dims.write_rows // config.row_tile
-
-  def chunk(c, carry):
-    each(groups, lambda g: _fwd_gather(r, _Grid(c, bh, g, slab), dims, config))
-    barrier(3 * c + 1)
-
-    @pl.when(part == 0)
-    def _():
-      _fwd_dense(r, _Grid(c, bh, 0, slab), dims, config, interpret)
-
-    barrier(3 * c + 2)
-    each(tiles, lambda t: _fwd_scatter(r, _Grid(c, bh, t, slab), dims, config))
-    barrier(3 * c + 3)
-    return carry
-
-  lax.fori_loop(0, num_chunks, chunk, 0)
-
-
 # --------------------------------------------------------------------------------- backward
 
 
@@ -644,14 +590,14 @@ def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid):
 
 
 def _call(kernel, grid, chunk_index, inputs: dict, outputs: dict, aliases=(), *, dims,
-          config, interpret, **kwargs):
+          config, interpret):
   """pallas_call of chunk `chunk_index` with named inputs and outputs; `aliases` names
   inputs updated in place (their outputs are named `<name>_out` in the kernel)."""
   inputs = dict(chunk=jnp.reshape(chunk_index, (1,)).astype(jnp.int32), **inputs)
   in_names, out_names = list(inputs), list(outputs)
   names = in_names + [n + "_out" if n in aliases else n for n in out_names]
   body = functools.partial(kernel, names=names, dims=dims, config=config,
-                           interpret=interpret, **kwargs)
+                           interpret=interpret)
   results = pl.pallas_call(
       body,
       name=kernel.__name__.strip("_"),  # names the kernel in profiles
@@ -850,28 +796,6 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
-def _forward_persistent(table, saved, *, xs, dims: _Dims, config: KernelConfig,
-                        interpret: bool, num_chunks: int):
-  """Every chunk's forward as one launch (`_fwd_persistent_kernel`): `_forward_chunk`'s
-  results for all chunks, (table, saved)."""
-  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
-  tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
-  stacked = ("out", "snapshot", "y", "delta") if dims.shared else ("out", "snapshot")
-  inputs = dict(table=table, arrivals=jnp.zeros((bh, slabs), jnp.int32),
-                **_pick(xs, "read_slot", "read_coef", "qk", "values", "entry_token",
-                        "entry_update_coef"),
-                **_tiles(xs, "write"), **_pick(saved, *stacked))
-  outputs = dict(table=table, arrivals=inputs["arrivals"], **_pick(saved, *stacked),
-                 out_read=tokens)
-  if dims.shared:
-    inputs.update(_pick(xs, "write_slot", "write_coef", "solve"))
-    outputs.update(r0=tokens)
-  results = _call(_fwd_persistent_kernel, (config.persistent_programs, slabs, bh), 0, inputs,
-                  outputs, aliases=("table", "arrivals", *stacked), dims=dims, config=config,
-                  interpret=interpret, num_chunks=num_chunks)
-  return results["table"], _pick(results, *stacked)
-
-
 def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
   """Chunk c in reverse: (next_write and d_table at its end, gradients stacked over chunks)
   -> (both at its start, gradients updated). next_write [B*H, N] is the row of the stacked
@@ -955,14 +879,10 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
       (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
   if dims.shared:
     saved.update(y=tokens(), delta=tokens())
-  if config.persistent_programs is None:
-    step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
-                             interpret=interpret)
-    (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
-                                 unroll=config.scan_unroll)
-  else:
-    final, saved = _forward_persistent(table, saved, xs=xs, dims=dims, config=config,
-                                       interpret=interpret, num_chunks=num_chunks)
+  step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
+                           interpret=interpret)
+  (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
+                               unroll=config.scan_unroll)
   out = _batch_major(saved.pop("out"), batch, heads)
   final = final.reshape(batch, heads, *memory.shape[-2:])
   # A shared [H, N, Dv] table is remembered by a [H, 0] marker (residuals must be arrays).
