@@ -39,28 +39,57 @@ def triton_barrier(interpret: bool) -> None:
     pltriton.debug_barrier()
 
 
+def _int32_index(index):
+  """An atomic's index with its Python ints as int32 scalars (Pallas' atomics take arrays)."""
+  return jax.tree.map(lambda i: jnp.asarray(i, jnp.int32), index)
+
+
+def signal(counter_ref, index, interpret: bool) -> jax.Array:
+  """Inside a GPU kernel: announces that this program's earlier stores are done. Its threads
+  meet, then one atomic add of 1 on the int32 counter_ref[index] (acquire-release at GPU
+  scope), whose count before the add it returns (the same to every thread)."""
+  triton_barrier(interpret)
+  return pltriton.atomic_add(counter_ref, _int32_index(index), jnp.ones((), jnp.int32))
+
+
+def wait_until(counter_ref, index, target, interpret: bool, stalls=None) -> None:
+  """Inside a GPU kernel: spins on atomic reads until counter_ref[index] >= target, then the
+  program's threads meet, so that its later loads see the stores that the programs which
+  `signal`led it made before signalling.
+
+  Interpret mode runs programs one after another, so a wait there cannot spin (it would
+  never end): it reads the counter once and, where the target is not reached yet (a wait
+  for a later program, which may never be resident on a GPU), adds 1 to stalls = (ref,
+  index) if given, for tests to check."""
+  index = _int32_index(index)
+  seen = pltriton.atomic_add(counter_ref, index, jnp.zeros((), jnp.int32))
+  if interpret:
+    if stalls is not None:
+      stalls_ref, stalls_index = stalls
+      pltriton.atomic_add(stalls_ref, _int32_index(stalls_index),
+                          (seen < target).astype(jnp.int32))
+    return
+  lax.while_loop(lambda seen: seen < target,
+                 lambda _: pltriton.atomic_add(counter_ref, index, jnp.zeros((), jnp.int32)),
+                 seen)
+  triton_barrier(interpret)
+
+
 def group_barrier(arrivals_ref, counter, programs: int, number, interpret: bool) -> None:
   """Inside a GPU kernel: waits until each of the `programs` programs sharing the int32
   counter arrivals_ref[counter] (zero at launch) has reached its `number`-th barrier (1, 2,
-  ...). The program's threads meet, one atomic add announces its arrival, a spin of
-  atomic reads waits for the count `programs * number`, and the threads meet again; the
-  atomics are acquire-release at GPU scope, so the loads after it see the stores every
-  arrived program made before it (checked bitwise on the H200: WORKSPACE.md, issue 11,
-  session 32). The programs must all be resident at once, or some never arrive.
+  ...): `signal`, then `wait_until` the count is `programs * number` (the atomics are
+  acquire-release at GPU scope, so the loads after it see the stores every arrived program
+  made before it; checked bitwise on the H200: WORKSPACE.md, issue 11, session 32). The
+  programs must all be resident at once, or some never arrive.
 
   Interpret mode runs programs one after another, so a wait there never ends: it takes
   `programs` = 1 only (whose own arrival completes each barrier)."""
   if interpret and programs != 1:
     raise ValueError(f"a barrier between {programs} programs cannot run in interpret mode "
                      "(programs run one after another there): use 1")
-  triton_barrier(interpret)
-  pltriton.atomic_add(arrivals_ref, counter, jnp.ones((), jnp.int32))
-  if interpret:
-    return
-  lax.while_loop(lambda seen: seen < programs * number,
-                 lambda _: pltriton.atomic_add(arrivals_ref, counter, jnp.zeros((), jnp.int32)),
-                 jnp.zeros((), jnp.int32))
-  triton_barrier(interpret)
+  signal(arrivals_ref, counter, interpret)
+  wait_until(arrivals_ref, counter, programs * number, interpret)
 
 
 F32_DOT_PASSES = (1, 3)  # one TF32 pass, TF32x3

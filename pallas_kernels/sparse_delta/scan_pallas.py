@@ -49,6 +49,10 @@ dependent gathers each. So was, in session 33, one launch with 4 or 8 programs p
 sequence and slab that shared its token groups and row tiles and met at atomic-counter
 barriers between the stages: 0.3-0.6 ms slower in `sdm_small`'s step than the launches per
 chunk. See WORKSPACE.md, issue 11, sessions 32-33.)
+`KernelConfig.forward="dataflow"` (opt-in, not yet timed) runs the forward in one launch
+that keeps the per-chunk launches' thousands of short programs: each program takes a
+ticket, which names its chunk and its gather or scatter work, and waits on atomic counters
+only for the lower tickets' work that it reads (`_fwd_dataflow_kernel`).
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
@@ -121,6 +125,11 @@ class KernelConfig(NamedTuple):
   # wider slabs do less of it; more warps keep the registers per thread.
   backward_rows_cols: int | None = None
   backward_rows_warps: int | None = None
+  # How the forward is launched: "per_chunk" (three launches per chunk in a `lax.scan`) or
+  # "dataflow" (one launch for every chunk, `_fwd_dataflow_kernel`: each program takes a
+  # ticket and waits only for the work of lower tickets that it reads). Not yet timed on a
+  # GPU (WORKSPACE.md, issue 11, session 33).
+  forward: str = "per_chunk"
 
   def backward_rows_config(self) -> "KernelConfig":
     """The config the backward's row kernels run with."""
@@ -140,6 +149,7 @@ L2_HINTS = {
 
 
 BACKWARD_ROWS = ("separate", "union")
+FORWARDS = ("per_chunk", "dataflow")
 ROW_ORDERS = layout.ROW_ORDERS
 
 
@@ -172,6 +182,8 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
   check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
+  if config.forward not in FORWARDS:
+    raise ValueError(f"KernelConfig.forward must be one of {FORWARDS}, got {config.forward!r}")
   if config.backward_rows not in BACKWARD_ROWS:
     raise ValueError(f"KernelConfig.backward_rows must be one of {BACKWARD_ROWS}, got "
                      f"{config.backward_rows!r}")
@@ -429,6 +441,67 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   del interpret
   r = dict(zip(names, refs))
   _fwd_scatter(r, _Grid.of_program(r), dims, config)
+
+
+# The dataflow forward's counters, per sequence x head and slab (`_fwd_dataflow_kernel`):
+# gather programs done, chunks whose dense stage is done, scatter programs done, and (in
+# interpret mode) waits that found their target unmet (`platform.wait_until`).
+_GATHERED, _DENSE, _SCATTERED, _STALLS = range(4)
+
+
+def _fwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (chunks x (gather programs + scatter programs),): every chunk's forward in one
+  launch, as many short programs as the launches per chunk have, without the launches'
+  boundaries. Each program takes a ticket (an atomic counter: tickets follow the order in
+  which programs start) and does the work that ticket names, chunk by chunk: the chunk's
+  gather programs (by sequence x head, slab, token group), then its scatter programs (by
+  sequence x head, slab, row tile). A program waits only for the work of lower tickets, whose
+  programs have all started, so it cannot wait on a program that is never resident:
+    a gather of chunk c waits until chunk c - 1's scatter programs of its sequence and slab
+      are done (it reads the rows they wrote);
+    the last gather program of a chunk, sequence and slab to finish runs their dense stage;
+    a scatter of chunk c waits for that dense stage (its delta, and every gather of the
+      chunk has read the rows it overwrites).
+  Interpret mode runs the programs in ticket order, so no wait there finds its work
+  undone (`_STALLS` counts any that would)."""
+  r = dict(zip(names, refs))
+  # Read the table and delta through the refs written in place: the earlier chunks' rows.
+  r["table"] = r["table_out"]
+  if dims.shared:
+    r["delta"] = r["delta_out"]
+  sync = r["sync_out"]
+  slabs = dims.value_dim // config.block_cols
+  groups = dims.chunk // dims.token_group(config)
+  tiles = dims.write_rows // config.row_tile
+  gathers = dims.batch_heads * slabs * groups
+  per_chunk = gathers + dims.batch_heads * slabs * tiles
+  ticket = platform.signal(r["tickets_out"], 0, interpret)
+  c, work = ticket // per_chunk, ticket % per_chunk
+
+  def wait(counter, bh, slab, target):
+    platform.wait_until(sync, (counter, bh, slab), target, interpret,
+                        stalls=(sync, (_STALLS, bh, slab)))
+
+  @pl.when(work < gathers)
+  def _():
+    bh, slab, group = work // (slabs * groups), work // groups % slabs, work % groups
+    wait(_SCATTERED, bh, slab, c * tiles)
+    _fwd_gather(r, _Grid(c, bh, group, slab), dims, config)
+    done_before = platform.signal(sync, (_GATHERED, bh, slab), interpret)
+
+    @pl.when(done_before == (c + 1) * groups - 1)  # the chunk's last gather here
+    def _():
+      platform.triton_barrier(interpret)  # (the atomic's acquire, for every thread)
+      _fwd_dense(r, _Grid(c, bh, 0, slab), dims, config, interpret)
+      platform.signal(sync, (_DENSE, bh, slab), interpret)
+
+  @pl.when(work >= gathers)
+  def _():
+    rest = work - gathers
+    bh, slab, tile = rest // (slabs * tiles), rest // tiles % slabs, rest % tiles
+    wait(_DENSE, bh, slab, c + 1)
+    _fwd_scatter(r, _Grid(c, bh, tile, slab), dims, config)
+    platform.signal(sync, (_SCATTERED, bh, slab), interpret)
 
 
 # --------------------------------------------------------------------------------- backward
@@ -796,6 +869,32 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
+def _forward_dataflow(table, saved, *, xs, dims: _Dims, config: KernelConfig,
+                      interpret: bool, num_chunks: int):
+  """Every chunk's forward as one launch (`_fwd_dataflow_kernel`): `_forward_chunk`'s
+  results for all chunks, (table, saved, sync): sync [4, B*H, slabs] the final counters."""
+  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
+  groups = dims.chunk // dims.token_group(config)
+  tiles = dims.write_rows // config.row_tile
+  tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
+  stacked = ("out", "snapshot", "y", "delta") if dims.shared else ("out", "snapshot")
+  inputs = dict(table=table, tickets=jnp.zeros((1,), jnp.int32),
+                sync=jnp.zeros((4, bh, slabs), jnp.int32),
+                **_pick(xs, "read_slot", "read_coef", "qk", "values", "entry_token",
+                        "entry_update_coef"),
+                **_tiles(xs, "write"), **_pick(saved, *stacked))
+  outputs = dict(table=table, tickets=inputs["tickets"], sync=inputs["sync"],
+                 **_pick(saved, *stacked), out_read=tokens)
+  if dims.shared:
+    inputs.update(_pick(xs, "write_slot", "write_coef", "solve"))
+    outputs.update(r0=tokens)
+  grid = (num_chunks * bh * slabs * (groups + tiles),)
+  results = _call(_fwd_dataflow_kernel, grid, 0, inputs, outputs,
+                  aliases=("table", "tickets", "sync", *stacked), dims=dims, config=config,
+                  interpret=interpret)
+  return results["table"], _pick(results, *stacked), results["sync"]
+
+
 def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
   """Chunk c in reverse: (next_write and d_table at its end, gradients stacked over chunks)
   -> (both at its start, gradients updated). next_write [B*H, N] is the row of the stacked
@@ -879,10 +978,14 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
       (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
   if dims.shared:
     saved.update(y=tokens(), delta=tokens())
-  step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
-                           interpret=interpret)
-  (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
-                               unroll=config.scan_unroll)
+  if config.forward == "dataflow":
+    final, saved, _ = _forward_dataflow(table, saved, xs=xs, dims=dims, config=config,
+                                        interpret=interpret, num_chunks=num_chunks)
+  else:
+    step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
+                             interpret=interpret)
+    (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
+                                 unroll=config.scan_unroll)
   out = _batch_major(saved.pop("out"), batch, heads)
   final = final.reshape(batch, heads, *memory.shape[-2:])
   # A shared [H, N, Dv] table is remembered by a [H, 0] marker (residuals must be arrays).
@@ -983,5 +1086,5 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   return _scan(memory, plan.coefs, plan.ids, config, interpret)
 
 
-__all__ = ["BACKWARD_ROWS", "KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
+__all__ = ["BACKWARD_ROWS", "FORWARDS", "KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
            "default_config", "kernel_limits", "scan_chunks"]

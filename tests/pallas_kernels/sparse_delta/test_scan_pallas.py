@@ -170,6 +170,62 @@ def test_backward_rows_on_their_own_slabs_match_the_twin(backward_rows, cols, wa
            _outputs_and_grads(xla, memory, plan, 12), 1e-5)
 
 
+@interpret_on_cpu
+@pytest.mark.parametrize("error,shared_memory", [
+    ("shared", False), ("shared", True), ("per_slot", False)])
+def test_the_dataflow_forward_matches_the_launches_per_chunk(error, shared_memory,
+                                                             monkeypatch):
+  """One launch for every chunk's forward, its programs by ticket: the same outputs and
+  final table, bitwise, as the per-chunk launches (which the tests above hold to the twin);
+  no program waited for a later ticket's work (its counters' stall row is zero, and every
+  chunk's dense stage ran once per sequence and slab); in one form the gradients against
+  the twin."""
+  counters = []
+  dataflow = scan_pallas._forward_dataflow
+
+  def recording(*args, **kwargs):
+    table, saved, sync = dataflow(*args, **kwargs)
+    counters.append(sync)
+    return table, saved, sync
+
+  monkeypatch.setattr(scan_pallas, "_forward_dataflow", recording)
+  memory, plan = _plan(1, error=error, shared_memory=shared_memory, batch=2, seq_len=32,
+                       heads=2, num_slots=40, value_dim=32, writes=3, reads=5)
+  scan = functools.partial(scan_pallas.scan_chunks, error=error, interpret=True)
+  one_launch = functools.partial(scan, config=SMALL._replace(forward="dataflow"))
+  for got, want in zip(one_launch(memory, plan),
+                       jax.jit(functools.partial(scan, config=SMALL))(memory, plan)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  gathered, dense, scattered, stalls = np.asarray(counters[0])
+  num_chunks = plan.ids.write_pos.shape[2]
+  np.testing.assert_array_equal(stalls, 0)
+  np.testing.assert_array_equal(dense, num_chunks)
+  for done in (gathered, scattered):  # the same whole number of programs per chunk everywhere
+    assert done.min() == done.max() > 0 and done.min() % num_chunks == 0
+  if shared_memory:
+    _compare(_outputs_and_grads(one_launch, memory, plan, 2),
+             _outputs_and_grads(functools.partial(_xla_scan, error=error), memory, plan, 2),
+             1e-5)
+
+
+def test_the_dataflow_forward_lowers_for_a_gpu_as_one_launch():
+  """Its waits' spins compile only for a GPU: one Triton call for the whole forward, the
+  backward's three per chunk beside it."""
+  memory, plan = _plan(1, error="shared", batch=2, seq_len=64, heads=1, num_slots=256,
+                       value_dim=128, writes=8, reads=8)
+  config = scan_pallas.default_config(128)._replace(forward="dataflow")
+
+  def loss(memory, plan):
+    out, final = scan_pallas.scan_chunks(memory, plan, error="shared", config=config,
+                                         interpret=False)
+    return jnp.sum(out) + jnp.sum(final.astype(jnp.float32))
+
+  text = jax.jit(jax.value_and_grad(loss)).trace(memory, plan).lower(
+      lowering_platforms=("cuda",)).as_text()
+  assert text.count("__gpu$xla.gpu.triton") == 4
+  assert "fwd_dataflow_kernel" in text and "fwd_gather_kernel" not in text
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(value_dim=12), "Dv must be a multiple of 16"),
     (dict(chunk_size=8, seq_len=8), "chunk length must be a power of two"),
@@ -190,6 +246,7 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
     (dict(l2_hints="keep"), "l2_hints must be one of"),
     (dict(backward_rows="merged"), "backward_rows must be one of"),
+    (dict(forward="persistent"), "forward must be one of"),
     (dict(backward_rows_cols=32), "backward_rows_cols must divide Dv = 16"),
     (dict(backward_rows_cols=24), "backward_rows_cols must be None or a power of two"),
     (dict(backward_rows_warps=3), "backward_rows_warps must be None or a power of two"),
@@ -216,7 +273,9 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("shared", jnp.bfloat16, dict(row_order="slot")),
     ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream")),
     ("per_slot", jnp.float32, dict(backward_rows="separate", row_order="slot")),
-    ("shared", jnp.bfloat16, dict(backward_rows_cols=128, backward_rows_warps=8))],
+    ("shared", jnp.bfloat16, dict(backward_rows_cols=128, backward_rows_warps=8)),
+    ("shared", jnp.bfloat16, dict(forward="dataflow")),
+    ("per_slot", jnp.float32, dict(forward="dataflow", scan_unroll=1))],
     ids=lambda value: (";".join(f"{k}={v}" for k, v in value.items())
                        if isinstance(value, dict) else None))
 def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
