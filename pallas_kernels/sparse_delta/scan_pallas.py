@@ -49,10 +49,12 @@ dependent gathers each. So was, in session 33, one launch with 4 or 8 programs p
 sequence and slab that shared its token groups and row tiles and met at atomic-counter
 barriers between the stages: 0.3-0.6 ms slower in `sdm_small`'s step than the launches per
 chunk. See WORKSPACE.md, issue 11, sessions 32-33.)
-`KernelConfig.forward="dataflow"` (opt-in, not yet timed) runs the forward in one launch
-that keeps the per-chunk launches' thousands of short programs: each program takes a
-ticket, which names its chunk and its gather or scatter work, and waits on atomic counters
-only for the lower tickets' work that it reads (`_fwd_dataflow_kernel`).
+`KernelConfig.forward="dataflow"` and `backward="dataflow"` (opt-in, not yet timed) run
+the forward or the backward in one launch that keeps the per-chunk launches' thousands of
+short programs: each program takes a ticket, which names its chunk and its gather or
+row-tile work, and waits on atomic counters only for the lower tickets' work that it reads
+(`_fwd_dataflow_kernel`, `_bwd_dataflow_kernel`); the last gather program of a chunk,
+sequence and slab runs their dense stage.
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
@@ -125,11 +127,13 @@ class KernelConfig(NamedTuple):
   # wider slabs do less of it; more warps keep the registers per thread.
   backward_rows_cols: int | None = None
   backward_rows_warps: int | None = None
-  # How the forward is launched: "per_chunk" (three launches per chunk in a `lax.scan`) or
-  # "dataflow" (one launch for every chunk, `_fwd_dataflow_kernel`: each program takes a
-  # ticket and waits only for the work of lower tickets that it reads). Not yet timed on a
-  # GPU (WORKSPACE.md, issue 11, session 33).
+  # How the forward and the backward are launched: "per_chunk" (three launches per chunk in
+  # a `lax.scan`) or "dataflow" (one launch for every chunk, `_fwd_dataflow_kernel`,
+  # `_bwd_dataflow_kernel`: each program takes a ticket and waits only for the work of lower
+  # tickets that it reads; the backward's needs backward_rows "union" on the other kernels'
+  # slabs and warps). Not yet timed on a GPU (WORKSPACE.md, issue 11, session 33).
   forward: str = "per_chunk"
+  backward: str = "per_chunk"
 
   def backward_rows_config(self) -> "KernelConfig":
     """The config the backward's row kernels run with."""
@@ -149,7 +153,7 @@ L2_HINTS = {
 
 
 BACKWARD_ROWS = ("separate", "union")
-FORWARDS = ("per_chunk", "dataflow")
+LAUNCHES = ("per_chunk", "dataflow")
 ROW_ORDERS = layout.ROW_ORDERS
 
 
@@ -182,8 +186,16 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
   check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
-  if config.forward not in FORWARDS:
-    raise ValueError(f"KernelConfig.forward must be one of {FORWARDS}, got {config.forward!r}")
+  for field in ("forward", "backward"):
+    if getattr(config, field) not in LAUNCHES:
+      raise ValueError(f"KernelConfig.{field} must be one of {LAUNCHES}, got "
+                       f"{getattr(config, field)!r}")
+  if config.backward == "dataflow" and (
+      config.backward_rows != "union" or config.backward_rows_config() != config):
+    raise ValueError('KernelConfig.backward="dataflow" takes backward_rows="union" and '
+                     "backward_rows_cols, backward_rows_warps None (one launch: one slab "
+                     f"width and warp count), got {config.backward_rows!r}, "
+                     f"{config.backward_rows_cols!r}, {config.backward_rows_warps!r}")
   if config.backward_rows not in BACKWARD_ROWS:
     raise ValueError(f"KernelConfig.backward_rows must be one of {BACKWARD_ROWS}, got "
                      f"{config.backward_rows!r}")
@@ -301,11 +313,6 @@ def _slab_columns(slab, block):
   """(cols0, cols [block]) of column slab `slab`."""
   cols0 = pl.multiple_of(slab * block, block)
   return cols0, cols0 + jnp.arange(block, dtype=jnp.int32)
-
-
-def _program(r, block):
-  """(chunk, sequence x head, cols0, cols) of this program; column slab = program_id(2)."""
-  return r["chunk"][0], pl.program_id(0), *_slab_columns(pl.program_id(2), block)
 
 
 class _RowTile(NamedTuple):
@@ -443,10 +450,31 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   _fwd_scatter(r, _Grid.of_program(r), dims, config)
 
 
-# The dataflow forward's counters, per sequence x head and slab (`_fwd_dataflow_kernel`):
-# gather programs done, chunks whose dense stage is done, scatter programs done, and (in
-# interpret mode) waits that found their target unmet (`platform.wait_until`).
-_GATHERED, _DENSE, _SCATTERED, _STALLS = range(4)
+# The dataflow launches' counters (`_fwd_dataflow_kernel`, `_bwd_dataflow_kernel`), rows of
+# sync [5, B*H, slabs]: per sequence x head and slab, gather programs done, chunks whose
+# dense stage is done, row-tile programs (scatter or union) done, and (in interpret mode)
+# waits that found their target unmet (`platform.wait_until`); per sequence x head (at slab
+# 0), row-tile programs done over all slabs.
+_GATHERED, _DENSE, _ROWS_DONE, _STALLS, _ROWS_DONE_ALL_SLABS = range(5)
+SYNC_ROWS = 5
+
+
+def _dataflow_ticket(r, per_chunk: int, interpret: bool):
+  """This program's ticket (`_fwd_dataflow_kernel`) as (chunks before its own in launch
+  order, its work within the chunk)."""
+  ticket = platform.signal(r["tickets_out"], 0, interpret)
+  return ticket // per_chunk, ticket % per_chunk
+
+
+def _dataflow_wait(r, interpret: bool, counter: int, bh, slab, target):
+  platform.wait_until(r["sync_out"], (counter, bh, slab), target, interpret,
+                      stalls=(r["sync_out"], (_STALLS, bh, slab)))
+
+
+def _split_work(work, slabs: int, items: int):
+  """A ticket's work number -> (sequence x head, slab, item): slab-major within a sequence,
+  so that each sequence and slab's items take consecutive tickets."""
+  return work // (slabs * items), work // items % slabs, work % items
 
 
 def _fwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -469,52 +497,44 @@ def _fwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig, interp
   r["table"] = r["table_out"]
   if dims.shared:
     r["delta"] = r["delta_out"]
-  sync = r["sync_out"]
   slabs = dims.value_dim // config.block_cols
   groups = dims.chunk // dims.token_group(config)
   tiles = dims.write_rows // config.row_tile
   gathers = dims.batch_heads * slabs * groups
-  per_chunk = gathers + dims.batch_heads * slabs * tiles
-  ticket = platform.signal(r["tickets_out"], 0, interpret)
-  c, work = ticket // per_chunk, ticket % per_chunk
-
-  def wait(counter, bh, slab, target):
-    platform.wait_until(sync, (counter, bh, slab), target, interpret,
-                        stalls=(sync, (_STALLS, bh, slab)))
+  c, work = _dataflow_ticket(r, gathers + dims.batch_heads * slabs * tiles, interpret)
+  wait = functools.partial(_dataflow_wait, r, interpret)
 
   @pl.when(work < gathers)
   def _():
-    bh, slab, group = work // (slabs * groups), work // groups % slabs, work % groups
-    wait(_SCATTERED, bh, slab, c * tiles)
+    bh, slab, group = _split_work(work, slabs, groups)
+    wait(_ROWS_DONE, bh, slab, c * tiles)
     _fwd_gather(r, _Grid(c, bh, group, slab), dims, config)
-    done_before = platform.signal(sync, (_GATHERED, bh, slab), interpret)
+    done_before = platform.signal(r["sync_out"], (_GATHERED, bh, slab), interpret)
 
     @pl.when(done_before == (c + 1) * groups - 1)  # the chunk's last gather here
     def _():
       platform.triton_barrier(interpret)  # (the atomic's acquire, for every thread)
       _fwd_dense(r, _Grid(c, bh, 0, slab), dims, config, interpret)
-      platform.signal(sync, (_DENSE, bh, slab), interpret)
+      platform.signal(r["sync_out"], (_DENSE, bh, slab), interpret)
 
   @pl.when(work >= gathers)
   def _():
-    rest = work - gathers
-    bh, slab, tile = rest // (slabs * tiles), rest // tiles % slabs, rest % tiles
+    bh, slab, tile = _split_work(work - gathers, slabs, tiles)
     wait(_DENSE, bh, slab, c + 1)
     _fwd_scatter(r, _Grid(c, bh, tile, slab), dims, config)
-    platform.signal(sync, (_SCATTERED, bh, slab), interpret)
+    platform.signal(r["sync_out"], (_ROWS_DONE, bh, slab), interpret)
 
 
 # --------------------------------------------------------------------------------- backward
 
 
-def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, token groups, slabs): per token, kd = sum_i uc d_end[I_t[i]] and the update
+def _bwd_gather(r, grid: _Grid, dims: _Dims, config: KernelConfig):
+  """Token group `grid.tile`: per token, kd = sum_i uc d_end[I_t[i]] and the update
   coefficients' gradient d_end[I_t[i]] . delta[t] (this slab's part)."""
-  r = dict(zip(names, refs))
-  del interpret
   group, block = dims.token_group(config), config.block_cols
-  c, bh, cols0, cols = _program(r, block)
-  t0 = pl.multiple_of(pl.program_id(1) * group, group)
+  c, bh = grid.c, grid.bh
+  cols0, cols = _slab_columns(grid.slab, block)
+  t0 = pl.multiple_of(grid.tile * group, group)
   slots = r["write_slot"][c, bh, pl.ds(t0, group), :]
   coef = r["update_coef"][c, bh, pl.ds(t0, group), :]
   d_new = gather_rows(r["d_table"], (bh,), slots, cols, slots < dims.num_slots,  # [G, W, BD]
@@ -522,15 +542,16 @@ def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpre
   delta_ref = r["delta"] if dims.shared else r["values"]
   delta = delta_ref[c, bh, pl.ds(t0, group), pl.ds(cols0, block)]
   r["kd"][bh, pl.ds(t0, group), pl.ds(cols0, block)] = jnp.sum(coef[:, :, None] * d_new, axis=1)
-  r["d_update_coef_out"][c, bh, pl.program_id(2), pl.ds(t0, group), :] = jnp.sum(
+  r["d_update_coef_out"][c, bh, grid.slab, pl.ds(t0, group), :] = jnp.sum(
       d_new * delta[:, None, :], axis=2)
 
 
-def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, 1, slabs): d_delta = QK^T d_out + kd; shared form: d_y = S^T d_delta."""
-  r = dict(zip(names, refs))
+def _bwd_dense(r, grid: _Grid, dims: _Dims, config: KernelConfig, interpret: bool):
+  """The chunk's tokens in slab `grid.slab`: d_delta = QK^T d_out + kd; shared form:
+  d_y = S^T d_delta."""
   chunk, block = dims.chunk, config.block_cols
-  c, bh, cols0, _ = _program(r, block)
+  c, bh = grid.c, grid.bh
+  cols0, _ = _slab_columns(grid.slab, block)
   here, cols = (c, bh), pl.ds(cols0, block)
   r["d_delta_out"][(*here, slice(None), cols)] = r["kd"][bh, :, cols] + _blocked_dot(
       r["qk"], r["d_out"], here, here, cols0, config, chunk, interpret, transpose=True)
@@ -539,6 +560,19 @@ def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
     r["d_values_out"][(*here, slice(None), cols)] = _blocked_dot(
         r["solve"], r["d_delta_out"], here, here, cols0, config, chunk, interpret,
         transpose=True)
+
+
+def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, token groups, slabs): `_bwd_gather`."""
+  del interpret
+  r = dict(zip(names, refs))
+  _bwd_gather(r, _Grid.of_program(r), dims, config)
+
+
+def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, 1, slabs): `_bwd_dense`."""
+  r = dict(zip(names, refs))
+  _bwd_dense(r, _Grid.of_program(r), dims, config, interpret)
 
 
 def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
@@ -583,6 +617,64 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   @pl.when(grid.tile >= write_tiles)
   def _():
     _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles))
+
+
+def _bwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig,
+                         interpret: bool):
+  """grid (chunks x (gather programs + union programs),): every chunk's backward in one
+  launch, chunks in reverse, as `_fwd_dataflow_kernel` runs the forward: tickets name a
+  chunk's gather programs, then its union programs (write and read row tiles), and
+    a gather of chunk c waits for chunk c + 1's union programs of its sequence and slab
+      (it reads the cotangent rows they wrote);
+    the last gather program of a chunk, sequence and slab to finish runs their dense stage;
+    a union program of chunk c waits for that dense stage (d_y, and every gather of the
+      chunk has read the rows it overwrites), and for chunk c + 1's union programs of every
+      slab of its sequence: slab 0's write tiles keep `next_write`, which every slab's read
+      tiles read."""
+  r = dict(zip(names, refs))
+  # Read what earlier tickets wrote through the refs written in place.
+  for name in ("d_table", "next_write", "d_values"):
+    if name + "_out" in r:
+      r[name] = r[name + "_out"]
+  slabs = dims.value_dim // config.block_cols
+  groups = dims.chunk // dims.token_group(config)
+  write_tiles = dims.write_rows // config.row_tile
+  tiles = write_tiles + dims.read_rows // config.row_tile
+  gathers = dims.batch_heads * slabs * groups
+  done, work = _dataflow_ticket(r, gathers + dims.batch_heads * slabs * tiles, interpret)
+  c = r["d_update_coef_out"].shape[0] - 1 - done  # chunks in reverse
+  wait = functools.partial(_dataflow_wait, r, interpret)
+
+  @pl.when(work < gathers)
+  def _():
+    bh, slab, group = _split_work(work, slabs, groups)
+    wait(_ROWS_DONE, bh, slab, done * tiles)
+    _bwd_gather(r, _Grid(c, bh, group, slab), dims, config)
+    done_before = platform.signal(r["sync_out"], (_GATHERED, bh, slab), interpret)
+
+    @pl.when(done_before == (done + 1) * groups - 1)  # the chunk's last gather here
+    def _():
+      platform.triton_barrier(interpret)  # (the atomic's acquire, for every thread)
+      _bwd_dense(r, _Grid(c, bh, 0, slab), dims, config, interpret)
+      platform.signal(r["sync_out"], (_DENSE, bh, slab), interpret)
+
+  @pl.when(work >= gathers)
+  def _():
+    bh, slab, tile = _split_work(work - gathers, slabs, tiles)
+    wait(_DENSE, bh, slab, done + 1)
+    wait(_ROWS_DONE_ALL_SLABS, bh, 0, done * tiles * slabs)
+    grid = _Grid(c, bh, tile, slab)
+
+    @pl.when(tile < write_tiles)
+    def _():
+      _written_rows(r, dims, config, grid, with_reads=True)
+
+    @pl.when(tile >= write_tiles)
+    def _():
+      _read_rows(r, dims, config, grid._replace(tile=tile - write_tiles))
+
+    platform.signal(r["sync_out"], (_ROWS_DONE, bh, slab), interpret)
+    platform.signal(r["sync_out"], (_ROWS_DONE_ALL_SLABS, bh, 0), interpret)
 
 
 def _read_cotangent(r, here, slab, cols, table_rows):
@@ -872,14 +964,14 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
 def _forward_dataflow(table, saved, *, xs, dims: _Dims, config: KernelConfig,
                       interpret: bool, num_chunks: int):
   """Every chunk's forward as one launch (`_fwd_dataflow_kernel`): `_forward_chunk`'s
-  results for all chunks, (table, saved, sync): sync [4, B*H, slabs] the final counters."""
+  results for all chunks, (table, saved, sync): sync [5, B*H, slabs] the final counters."""
   bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
   groups = dims.chunk // dims.token_group(config)
   tiles = dims.write_rows // config.row_tile
   tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
   stacked = ("out", "snapshot", "y", "delta") if dims.shared else ("out", "snapshot")
   inputs = dict(table=table, tickets=jnp.zeros((1,), jnp.int32),
-                sync=jnp.zeros((4, bh, slabs), jnp.int32),
+                sync=jnp.zeros((SYNC_ROWS, bh, slabs), jnp.int32),
                 **_pick(xs, "read_slot", "read_coef", "qk", "values", "entry_token",
                         "entry_update_coef"),
                 **_tiles(xs, "write"), **_pick(saved, *stacked))
@@ -957,6 +1049,32 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   return (written["next_write"], read["d_table"], grads), None
 
 
+def _backward_dataflow(next_write, d_table, grads, *, xs, dims: _Dims, config: KernelConfig,
+                       interpret: bool, num_chunks: int):
+  """Every chunk's backward as one launch (`_bwd_dataflow_kernel`): `_backward_chunk`'s
+  results for all chunks, (d_table, grads, sync): sync the final counters."""
+  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
+  groups = dims.chunk // dims.token_group(config)
+  tiles = (dims.write_rows + dims.read_rows) // config.row_tile
+  stacked = tuple(grads)
+  inputs = dict(d_table=d_table, next_write=next_write, tickets=jnp.zeros((1,), jnp.int32),
+                sync=jnp.zeros((SYNC_ROWS, bh, slabs), jnp.int32), **grads,
+                **_pick(xs, "values", "write_slot", "update_coef", "d_out", "qk", "snapshot",
+                        "final_table", "snapshot_rows", "read_entry_token",
+                        "read_entry_coef"),
+                **_tiles(xs, "write", "read"))
+  if dims.shared:
+    inputs.update(_pick(xs, "delta", "solve", "entry_token", "entry_write_coef"))
+  outputs = dict(d_table=d_table, next_write=next_write, tickets=inputs["tickets"],
+                 sync=inputs["sync"], **grads,
+                 kd=jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32))
+  grid = (num_chunks * bh * slabs * (groups + tiles),)
+  results = _call(_bwd_dataflow_kernel, grid, 0, inputs, outputs,
+                  aliases=("d_table", "next_write", "tickets", "sync", *stacked), dims=dims,
+                  config=config, interpret=interpret)
+  return results["d_table"], _pick(results, *stacked), results["sync"]
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
 def _scan(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig, interpret: bool):
   return _scan_fwd(memory, coefs, ids, config, interpret)[0]
@@ -1020,11 +1138,16 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   if dims.shared:
     grads.update(d_values=zeros(chunk, value_dim),
                  d_entry_write_coef=zeros(row_slabs, chunk * dims.writes))
-  step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
-                           interpret=interpret)
-  (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads),
-                                    jnp.arange(num_chunks), reverse=True,
-                                    unroll=config.scan_unroll)
+  if config.backward == "dataflow":
+    d_table, grads, _ = _backward_dataflow(next_write, d_table, grads, xs=xs, dims=dims,
+                                           config=config, interpret=interpret,
+                                           num_chunks=num_chunks)
+  else:
+    step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
+                             interpret=interpret)
+    (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads),
+                                      jnp.arange(num_chunks), reverse=True,
+                                      unroll=config.scan_unroll)
 
   slab_sum = lambda name: jnp.sum(grads[name], axis=2)  # [n, BH, slabs, ...]  # noqa: E731
   contract = lambda a, b: jnp.einsum("nxtd,nxud->nxtu", a, b,  # noqa: E731
@@ -1086,5 +1209,5 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   return _scan(memory, plan.coefs, plan.ids, config, interpret)
 
 
-__all__ = ["BACKWARD_ROWS", "FORWARDS", "KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
+__all__ = ["BACKWARD_ROWS", "KernelConfig", "LAUNCHES", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
            "default_config", "kernel_limits", "scan_chunks"]
