@@ -477,6 +477,47 @@ def _split_work(work, slabs: int, items: int):
   return work // (slabs * items), work // items % slabs, work % items
 
 
+def _dataflow(r, dims: _Dims, config: KernelConfig, interpret: bool, *, row_tiles: int,
+              chunk_of, gather, dense, rows, rows_wait_all_slabs: bool):
+  """The program of a dataflow launch (`_fwd_dataflow_kernel`, `_bwd_dataflow_kernel`):
+  takes a ticket and does the stage it names for the chunk chunk_of(chunks before in launch
+  order), gather(grid), dense(grid) or rows(grid) (row tile grid.tile of `row_tiles`),
+  after the waits those describe; rows_wait_all_slabs: a row-tile program also waits for
+  the previous chunk's row-tile programs of every slab of its sequence."""
+  slabs = dims.value_dim // config.block_cols
+  groups = dims.chunk // dims.token_group(config)
+  gathers = dims.batch_heads * slabs * groups
+  done, work = _dataflow_ticket(r, gathers + dims.batch_heads * slabs * row_tiles, interpret)
+  c = chunk_of(done)
+  wait = functools.partial(_dataflow_wait, r, interpret)
+  signal = lambda counter, bh, slab: platform.signal(  # noqa: E731
+      r["sync_out"], (counter, bh, slab), interpret)
+
+  @pl.when(work < gathers)
+  def _():
+    bh, slab, group = _split_work(work, slabs, groups)
+    wait(_ROWS_DONE, bh, slab, done * row_tiles)
+    gather(_Grid(c, bh, group, slab))
+    done_before = signal(_GATHERED, bh, slab)
+
+    @pl.when(done_before == (done + 1) * groups - 1)  # the chunk's last gather here
+    def _():
+      platform.triton_barrier(interpret)  # (the atomic's acquire, for every thread)
+      dense(_Grid(c, bh, 0, slab))
+      signal(_DENSE, bh, slab)
+
+  @pl.when(work >= gathers)
+  def _():
+    bh, slab, tile = _split_work(work - gathers, slabs, row_tiles)
+    wait(_DENSE, bh, slab, done + 1)
+    if rows_wait_all_slabs:
+      wait(_ROWS_DONE_ALL_SLABS, bh, 0, done * row_tiles * slabs)
+    rows(_Grid(c, bh, tile, slab))
+    signal(_ROWS_DONE, bh, slab)
+    if rows_wait_all_slabs:
+      signal(_ROWS_DONE_ALL_SLABS, bh, 0)
+
+
 def _fwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
   """grid (chunks x (gather programs + scatter programs),): every chunk's forward in one
   launch, as many short programs as the launches per chunk have, without the launches'
@@ -497,32 +538,11 @@ def _fwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig, interp
   r["table"] = r["table_out"]
   if dims.shared:
     r["delta"] = r["delta_out"]
-  slabs = dims.value_dim // config.block_cols
-  groups = dims.chunk // dims.token_group(config)
-  tiles = dims.write_rows // config.row_tile
-  gathers = dims.batch_heads * slabs * groups
-  c, work = _dataflow_ticket(r, gathers + dims.batch_heads * slabs * tiles, interpret)
-  wait = functools.partial(_dataflow_wait, r, interpret)
-
-  @pl.when(work < gathers)
-  def _():
-    bh, slab, group = _split_work(work, slabs, groups)
-    wait(_ROWS_DONE, bh, slab, c * tiles)
-    _fwd_gather(r, _Grid(c, bh, group, slab), dims, config)
-    done_before = platform.signal(r["sync_out"], (_GATHERED, bh, slab), interpret)
-
-    @pl.when(done_before == (c + 1) * groups - 1)  # the chunk's last gather here
-    def _():
-      platform.triton_barrier(interpret)  # (the atomic's acquire, for every thread)
-      _fwd_dense(r, _Grid(c, bh, 0, slab), dims, config, interpret)
-      platform.signal(r["sync_out"], (_DENSE, bh, slab), interpret)
-
-  @pl.when(work >= gathers)
-  def _():
-    bh, slab, tile = _split_work(work - gathers, slabs, tiles)
-    wait(_DENSE, bh, slab, c + 1)
-    _fwd_scatter(r, _Grid(c, bh, tile, slab), dims, config)
-    platform.signal(r["sync_out"], (_ROWS_DONE, bh, slab), interpret)
+  _dataflow(r, dims, config, interpret, row_tiles=dims.write_rows // config.row_tile,
+            chunk_of=lambda done: done,
+            gather=lambda grid: _fwd_gather(r, grid, dims, config),
+            dense=lambda grid: _fwd_dense(r, grid, dims, config, interpret),
+            rows=lambda grid: _fwd_scatter(r, grid, dims, config), rows_wait_all_slabs=False)
 
 
 # --------------------------------------------------------------------------------- backward
@@ -607,8 +627,12 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   chunk's backward is one launch fewer."""
   del interpret
   r = dict(zip(names, refs))
+  _union(r, dims, config, _Grid.of_program(r))
+
+
+def _union(r, dims: _Dims, config: KernelConfig, grid: _Grid):
+  """Union row tile `grid.tile` (write tiles first, then read tiles): `_bwd_union_kernel`."""
   write_tiles = dims.write_rows // config.row_tile
-  grid = _Grid.of_program(r)
 
   @pl.when(grid.tile < write_tiles)
   def _():
@@ -636,45 +660,13 @@ def _bwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   for name in ("d_table", "next_write", "d_values"):
     if name + "_out" in r:
       r[name] = r[name + "_out"]
-  slabs = dims.value_dim // config.block_cols
-  groups = dims.chunk // dims.token_group(config)
-  write_tiles = dims.write_rows // config.row_tile
-  tiles = write_tiles + dims.read_rows // config.row_tile
-  gathers = dims.batch_heads * slabs * groups
-  done, work = _dataflow_ticket(r, gathers + dims.batch_heads * slabs * tiles, interpret)
-  c = r["d_update_coef_out"].shape[0] - 1 - done  # chunks in reverse
-  wait = functools.partial(_dataflow_wait, r, interpret)
-
-  @pl.when(work < gathers)
-  def _():
-    bh, slab, group = _split_work(work, slabs, groups)
-    wait(_ROWS_DONE, bh, slab, done * tiles)
-    _bwd_gather(r, _Grid(c, bh, group, slab), dims, config)
-    done_before = platform.signal(r["sync_out"], (_GATHERED, bh, slab), interpret)
-
-    @pl.when(done_before == (done + 1) * groups - 1)  # the chunk's last gather here
-    def _():
-      platform.triton_barrier(interpret)  # (the atomic's acquire, for every thread)
-      _bwd_dense(r, _Grid(c, bh, 0, slab), dims, config, interpret)
-      platform.signal(r["sync_out"], (_DENSE, bh, slab), interpret)
-
-  @pl.when(work >= gathers)
-  def _():
-    bh, slab, tile = _split_work(work - gathers, slabs, tiles)
-    wait(_DENSE, bh, slab, done + 1)
-    wait(_ROWS_DONE_ALL_SLABS, bh, 0, done * tiles * slabs)
-    grid = _Grid(c, bh, tile, slab)
-
-    @pl.when(tile < write_tiles)
-    def _():
-      _written_rows(r, dims, config, grid, with_reads=True)
-
-    @pl.when(tile >= write_tiles)
-    def _():
-      _read_rows(r, dims, config, grid._replace(tile=tile - write_tiles))
-
-    platform.signal(r["sync_out"], (_ROWS_DONE, bh, slab), interpret)
-    platform.signal(r["sync_out"], (_ROWS_DONE_ALL_SLABS, bh, 0), interpret)
+  num_chunks = r["d_update_coef_out"].shape[0]
+  _dataflow(r, dims, config, interpret,
+            row_tiles=(dims.write_rows + dims.read_rows) // config.row_tile,
+            chunk_of=lambda done: num_chunks - 1 - done,  # chunks in reverse
+            gather=lambda grid: _bwd_gather(r, grid, dims, config),
+            dense=lambda grid: _bwd_dense(r, grid, dims, config, interpret),
+            rows=lambda grid: _union(r, dims, config, grid), rows_wait_all_slabs=True)
 
 
 def _read_cotangent(r, here, slab, cols, table_rows):
