@@ -460,7 +460,7 @@ SYNC_ROWS = 5
 
 
 def _dataflow_ticket(r, per_chunk: int, interpret: bool):
-  """This program's ticket (`_fwd_dataflow_kernel`) as (chunks before its own in launch
+  """This program's ticket (`_dataflow`) as (chunks before its own in launch
   order, its work within the chunk)."""
   ticket = platform.signal(r["tickets_out"], 0, interpret)
   return ticket // per_chunk, ticket % per_chunk
