@@ -131,7 +131,8 @@ class KernelConfig(NamedTuple):
   # a `lax.scan`) or "dataflow" (one launch for every chunk, `_fwd_dataflow_kernel`,
   # `_bwd_dataflow_kernel`: each program takes a ticket and waits only for the work of lower
   # tickets that it reads; the backward's needs backward_rows "union" on the other kernels'
-  # slabs and warps). Not yet timed on a GPU (WORKSPACE.md, issue 11, session 33).
+  # slabs and warps; scan_unroll applies to "per_chunk" only). Not yet timed on a GPU
+  # (WORKSPACE.md, issue 11, session 33).
   forward: str = "per_chunk"
   backward: str = "per_chunk"
 
@@ -456,7 +457,7 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
 # waits that found their target unmet (`platform.wait_until`); per sequence x head (at slab
 # 0), row-tile programs done over all slabs.
 _GATHERED, _DENSE, _ROWS_DONE, _STALLS, _ROWS_DONE_ALL_SLABS = range(5)
-SYNC_ROWS = 5
+_SYNC_ROWS = 5
 
 
 def _dataflow_ticket(r, per_chunk: int, interpret: bool):
@@ -963,7 +964,7 @@ def _forward_dataflow(table, saved, *, xs, dims: _Dims, config: KernelConfig,
   tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
   stacked = ("out", "snapshot", "y", "delta") if dims.shared else ("out", "snapshot")
   inputs = dict(table=table, tickets=jnp.zeros((1,), jnp.int32),
-                sync=jnp.zeros((SYNC_ROWS, bh, slabs), jnp.int32),
+                sync=jnp.zeros((_SYNC_ROWS, bh, slabs), jnp.int32),
                 **_pick(xs, "read_slot", "read_coef", "qk", "values", "entry_token",
                         "entry_update_coef"),
                 **_tiles(xs, "write"), **_pick(saved, *stacked))
@@ -1050,7 +1051,7 @@ def _backward_dataflow(next_write, d_table, grads, *, xs, dims: _Dims, config: K
   tiles = (dims.write_rows + dims.read_rows) // config.row_tile
   stacked = tuple(grads)
   inputs = dict(d_table=d_table, next_write=next_write, tickets=jnp.zeros((1,), jnp.int32),
-                sync=jnp.zeros((SYNC_ROWS, bh, slabs), jnp.int32), **grads,
+                sync=jnp.zeros((_SYNC_ROWS, bh, slabs), jnp.int32), **grads,
                 **_pick(xs, "values", "write_slot", "update_coef", "d_out", "qk", "snapshot",
                         "final_table", "snapshot_rows", "read_entry_token",
                         "read_entry_coef"),
