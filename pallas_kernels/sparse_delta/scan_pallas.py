@@ -66,7 +66,7 @@ layer B's shapes, within run-to-run spread, so not the default; WORKSPACE.md, se
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 from jax import lax
@@ -135,6 +135,10 @@ class KernelConfig(NamedTuple):
   # (WORKSPACE.md, issue 11, session 33).
   forward: str = "per_chunk"
   backward: str = "per_chunk"
+  # The segment loops (`_segment_sums`) load the next step's entry tokens while this step's
+  # token rows are gathered, so a step waits on one load instead of two in turn. Not yet
+  # timed on a GPU (WORKSPACE.md, issue 11, session 33).
+  prefetch_entries: bool = False
 
   def backward_rows_config(self) -> "KernelConfig":
     """The config the backward's row kernels run with."""
@@ -288,26 +292,46 @@ def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
                  mask=mask, eviction_policy=eviction_policy)
 
 
-def _segment_sums(begin, end, num_entries, contribution, initial):
-  """`initial[i]` plus the sum over entries [begin[i], end[i]) of `contribution`, for rows
-  i of a tile (begin, end [rows]), in float32: at step k every row adds its segment's k-th
-  entry, for as many steps as the tile's longest segment. (Summing onto `initial` keeps one
-  [rows, BD] array live across the loop instead of two.)
+class _SegmentTerms(NamedTuple):
+  """What a segment loop adds per entry (`_segment_sums`): token(entries) loads each entry's
+  token [rows]; contribution(entries, token, valid, store_at) returns one [BD] row per row
+  of the tile, for entries[i] in row i's segment, token its `token`."""
+  token: Callable[[jax.Array], jax.Array]
+  contribution: Callable[..., jax.Array]
 
-  `contribution(entries, valid, store_at)` returns one [BD] row per row of the tile, for
-  entries[i] in row i's segment. `entries` are clamped in bounds (for unmasked loads);
-  `store_at` puts invalid lanes out of bounds, so masked per-entry stores never alias a
-  valid lane (in interpret mode a masked store writes back the old value, and
-  out-of-bounds writes drop). Returns [rows, BD].
+
+def _segment_sums(begin, end, num_entries, entries: _SegmentTerms, initial, prefetch: bool):
+  """`initial[i]` plus the sum over entries [begin[i], end[i]) of `entries.contribution`,
+  for rows i of a tile (begin, end [rows]), in float32: at step k every row adds its
+  segment's k-th entry, for as many steps as the tile's longest segment. (Summing onto
+  `initial` keeps one [rows, BD] array live across the loop instead of two.) prefetch: load
+  step k + 1's tokens before step k's contribution (`KernelConfig.prefetch_entries`).
+
+  The entries passed are clamped in bounds (for unmasked loads); `store_at` puts invalid
+  lanes out of bounds, so masked per-entry stores never alias a valid lane (in interpret
+  mode a masked store writes back the old value, and out-of-bounds writes drop). Returns
+  [rows, BD].
   """
-  def depth(k, acc):
-    entries = begin + k
-    valid = entries < end
-    safe = jnp.where(valid, entries, num_entries - 1)
-    store_at = jnp.where(valid, entries, num_entries)
-    return acc + contribution(safe, valid, store_at)
+  def step(k):  # (entries clamped in bounds, valid, store_at)
+    at = begin + k
+    valid = at < end
+    return jnp.where(valid, at, num_entries - 1), valid, jnp.where(valid, at, num_entries)
 
-  return lax.fori_loop(0, jnp.max(end - begin), depth, initial)
+  steps = jnp.max(end - begin)
+  if not prefetch:
+    def depth(k, acc):
+      safe, valid, store_at = step(k)
+      return acc + entries.contribution(safe, entries.token(safe), valid, store_at)
+
+    return lax.fori_loop(0, steps, depth, initial)
+
+  def depth_prefetched(k, carry):
+    acc, token = carry
+    safe, valid, store_at = step(k)
+    upcoming = entries.token(step(k + 1)[0])
+    return acc + entries.contribution(safe, token, valid, store_at), upcoming
+
+  return lax.fori_loop(0, steps, depth_prefetched, (initial, entries.token(step(0)[0])))[0]
 
 
 def _slab_columns(slab, block):
@@ -418,15 +442,15 @@ def _fwd_scatter(r, grid: _Grid, dims: _Dims, config: KernelConfig):
                  written.astype(table.dtype), eviction_policy=_eviction(config, "once"))
   delta_ref = r["delta"] if dims.shared else r["values"]
 
-  def update(entries, entry_valid, store_at):
+  def update(entries, token, entry_valid, store_at):
     del store_at
-    token = r["entry_token"][c, bh, entries]
     delta = gather_rows(delta_ref, here, token, cols, entry_valid)
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   decay = r["write_tile_decay"][c, bh, tile.at]
-  new_rows = _segment_sums(tile.begin, tile.end, r["entry_token"].shape[-1], update,
-                           decay[:, None] * written)
+  new_rows = _segment_sums(tile.begin, tile.end, r["entry_token"].shape[-1],
+                           _SegmentTerms(lambda entries: r["entry_token"][c, bh, entries], update),
+                           decay[:, None] * written, config.prefetch_entries)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
 
 
@@ -670,20 +694,19 @@ def _bwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig,
             rows=lambda grid: _union(r, dims, config, grid), rows_wait_all_slabs=True)
 
 
-def _read_cotangent(r, here, slab, cols, table_rows):
-  """The read entries' `_segment_sums` contribution for rows whose table rows (as the
-  chunk found them) are `table_rows` [rows, BD]: rc d_out[t], storing the read
-  coefficients' gradient table_row . d_out[t] (this slab's part) per entry."""
+def _read_cotangent(r, here, slab, cols, table_rows) -> _SegmentTerms:
+  """The read entries' `_segment_sums` terms for rows whose table rows (as the chunk found
+  them) are `table_rows` [rows, BD]: rc d_out[t], storing the read coefficients' gradient
+  table_row . d_out[t] (this slab's part) per entry."""
   c, bh = here
 
-  def contribution(entries, entry_valid, store_at):
-    token = r["read_entry_token"][c, bh, entries]
+  def contribution(entries, token, entry_valid, store_at):
     d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
     pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
                    jnp.sum(table_rows * d_out, axis=1), mask=entry_valid)
     return r["read_entry_coef"][c, bh, entries][:, None] * d_out
 
-  return contribution
+  return _SegmentTerms(lambda entries: r["read_entry_token"][c, bh, entries], contribution)
 
 
 def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_reads: bool):
@@ -705,21 +728,23 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
   pltriton.store(r["d_row_decay_out"].at[c, bh, slab, rows], jnp.sum(d_end * written, axis=1))
   d_start = r["write_tile_decay"][c, bh, tile.at][:, None] * d_end
   if dims.shared:
-    def start_estimate(entries, entry_valid, store_at):
-      token = r["entry_token"][c, bh, entries]
+    def start_estimate(entries, token, entry_valid, store_at):
       d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: its row's snapshot.
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
                      jnp.sum(written * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = _segment_sums(tile.begin, tile.end, r["entry_token"].shape[-1], start_estimate,
-                            d_start)
+    d_start = _segment_sums(
+        tile.begin, tile.end, r["entry_token"].shape[-1],
+        _SegmentTerms(lambda entries: r["entry_token"][c, bh, entries], start_estimate), d_start,
+        config.prefetch_entries)
   if with_reads:  # an empty segment where the chunk does not read s
     begin = r["write_tile_read_begin"][c, bh, tile.at]
     end = r["write_tile_read_end"][c, bh, tile.at]
     d_start = _segment_sums(begin, end, r["read_entry_token"].shape[-1],
-                            _read_cotangent(r, here, slab, cols, written), d_start)
+                            _read_cotangent(r, here, slab, cols, written), d_start,
+                            config.prefetch_entries)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid, _eviction(config, "last"))
 
 
@@ -741,7 +766,8 @@ def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid):
   end = jnp.where(valid, tile.end, tile.begin)  # a union's skipped rows: a write tile's
   _scatter(d_table, (bh,), row_slot, cols,
            _segment_sums(tile.begin, end, r["read_entry_token"].shape[-1],
-                         _read_cotangent(r, here, slab, cols, tile_rows), current), valid)
+                         _read_cotangent(r, here, slab, cols, tile_rows), current,
+                         config.prefetch_entries), valid)
 
 
 # ------------------------------------------------------------------------------ host side
