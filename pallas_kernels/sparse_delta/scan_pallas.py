@@ -496,6 +496,15 @@ def _dataflow_wait(r, interpret: bool, counter: int, bh, slab, target):
                       stalls=(r["sync_out"], (_STALLS, bh, slab)))
 
 
+def _dataflow_programs(dims: _Dims, config: KernelConfig, row_tiles: int):
+  """(slabs, token groups, programs per chunk) of a dataflow launch whose row-tile stage has
+  `row_tiles` tiles per sequence and slab: a gather program per token group and a row-tile
+  program per tile, for every sequence x head and slab."""
+  slabs = dims.value_dim // config.block_cols
+  groups = dims.chunk // dims.token_group(config)
+  return slabs, groups, dims.batch_heads * slabs * (groups + row_tiles)
+
+
 def _split_work(work, slabs: int, items: int):
   """A ticket's work number -> (sequence x head, slab, item): slab-major within a sequence,
   so that each sequence and slab's items take consecutive tickets."""
@@ -509,10 +518,9 @@ def _dataflow(r, dims: _Dims, config: KernelConfig, interpret: bool, *, row_tile
   order), gather(grid), dense(grid) or rows(grid) (row tile grid.tile of `row_tiles`),
   after the waits those describe; rows_wait_all_slabs: a row-tile program also waits for
   the previous chunk's row-tile programs of every slab of its sequence."""
-  slabs = dims.value_dim // config.block_cols
-  groups = dims.chunk // dims.token_group(config)
+  slabs, groups, per_chunk = _dataflow_programs(dims, config, row_tiles)
   gathers = dims.batch_heads * slabs * groups
-  done, work = _dataflow_ticket(r, gathers + dims.batch_heads * slabs * row_tiles, interpret)
+  done, work = _dataflow_ticket(r, per_chunk, interpret)
   c = chunk_of(done)
   wait = functools.partial(_dataflow_wait, r, interpret)
   signal = lambda counter, bh, slab: platform.signal(  # noqa: E731
@@ -980,30 +988,39 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
+def _call_dataflow(kernel, row_tiles: int, inputs: dict, outputs: dict, aliases, *,
+                   num_chunks: int, dims: _Dims, config: KernelConfig, interpret: bool):
+  """`_call` of a dataflow launch over `num_chunks` chunks (`_dataflow`), with its ticket
+  counter and counters (zero at launch) added: (results, sync [5, B*H, slabs] the final
+  counters)."""
+  slabs, _, per_chunk = _dataflow_programs(dims, config, row_tiles)
+  counters = dict(tickets=jnp.zeros((1,), jnp.int32),
+                  sync=jnp.zeros((_SYNC_ROWS, dims.batch_heads, slabs), jnp.int32))
+  results = _call(kernel, (num_chunks * per_chunk,), 0, dict(inputs, **counters),
+                  dict(outputs, **counters), aliases=(*aliases, *counters), dims=dims,
+                  config=config, interpret=interpret)
+  return results, results["sync"]
+
+
 def _forward_dataflow(table, saved, *, xs, dims: _Dims, config: KernelConfig,
                       interpret: bool, num_chunks: int):
   """Every chunk's forward as one launch (`_fwd_dataflow_kernel`): `_forward_chunk`'s
-  results for all chunks, (table, saved, sync): sync [5, B*H, slabs] the final counters."""
-  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
-  groups = dims.chunk // dims.token_group(config)
-  tiles = dims.write_rows // config.row_tile
-  tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
+  results for all chunks, (table, saved, sync): sync the final counters."""
+  tokens = jax.ShapeDtypeStruct((dims.batch_heads, dims.chunk, dims.value_dim), jnp.float32)
   stacked = ("out", "snapshot", "y", "delta") if dims.shared else ("out", "snapshot")
-  inputs = dict(table=table, tickets=jnp.zeros((1,), jnp.int32),
-                sync=jnp.zeros((_SYNC_ROWS, bh, slabs), jnp.int32),
+  inputs = dict(table=table,
                 **_pick(xs, "read_slot", "read_coef", "qk", "values", "entry_token",
                         "entry_update_coef"),
                 **_tiles(xs, "write"), **_pick(saved, *stacked))
-  outputs = dict(table=table, tickets=inputs["tickets"], sync=inputs["sync"],
-                 **_pick(saved, *stacked), out_read=tokens)
+  outputs = dict(table=table, **_pick(saved, *stacked), out_read=tokens)
   if dims.shared:
     inputs.update(_pick(xs, "write_slot", "write_coef", "solve"))
     outputs.update(r0=tokens)
-  grid = (num_chunks * bh * slabs * (groups + tiles),)
-  results = _call(_fwd_dataflow_kernel, grid, 0, inputs, outputs,
-                  aliases=("table", "tickets", "sync", *stacked), dims=dims, config=config,
-                  interpret=interpret)
-  return results["table"], _pick(results, *stacked), results["sync"]
+  results, sync = _call_dataflow(
+      _fwd_dataflow_kernel, dims.write_rows // config.row_tile, inputs, outputs,
+      ("table", *stacked), num_chunks=num_chunks, dims=dims, config=config,
+      interpret=interpret)
+  return results["table"], _pick(results, *stacked), sync
 
 
 def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -1072,26 +1089,22 @@ def _backward_dataflow(next_write, d_table, grads, *, xs, dims: _Dims, config: K
                        interpret: bool, num_chunks: int):
   """Every chunk's backward as one launch (`_bwd_dataflow_kernel`): `_backward_chunk`'s
   results for all chunks, (d_table, grads, sync): sync the final counters."""
-  bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
-  groups = dims.chunk // dims.token_group(config)
-  tiles = (dims.write_rows + dims.read_rows) // config.row_tile
   stacked = tuple(grads)
-  inputs = dict(d_table=d_table, next_write=next_write, tickets=jnp.zeros((1,), jnp.int32),
-                sync=jnp.zeros((_SYNC_ROWS, bh, slabs), jnp.int32), **grads,
+  inputs = dict(d_table=d_table, next_write=next_write, **grads,
                 **_pick(xs, "values", "write_slot", "update_coef", "d_out", "qk", "snapshot",
                         "final_table", "snapshot_rows", "read_entry_token",
                         "read_entry_coef"),
                 **_tiles(xs, "write", "read"))
   if dims.shared:
     inputs.update(_pick(xs, "delta", "solve", "entry_token", "entry_write_coef"))
-  outputs = dict(d_table=d_table, next_write=next_write, tickets=inputs["tickets"],
-                 sync=inputs["sync"], **grads,
-                 kd=jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32))
-  grid = (num_chunks * bh * slabs * (groups + tiles),)
-  results = _call(_bwd_dataflow_kernel, grid, 0, inputs, outputs,
-                  aliases=("d_table", "next_write", "tickets", "sync", *stacked), dims=dims,
-                  config=config, interpret=interpret)
-  return results["d_table"], _pick(results, *stacked), results["sync"]
+  outputs = dict(d_table=d_table, next_write=next_write, **grads,
+                 kd=jax.ShapeDtypeStruct((dims.batch_heads, dims.chunk, dims.value_dim),
+                                         jnp.float32))
+  results, sync = _call_dataflow(
+      _bwd_dataflow_kernel, (dims.write_rows + dims.read_rows) // config.row_tile, inputs,
+      outputs, ("d_table", "next_write", *stacked), num_chunks=num_chunks, dims=dims,
+      config=config, interpret=interpret)
+  return results["d_table"], _pick(results, *stacked), sync
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
