@@ -101,3 +101,8 @@ def test_tiling_specs_are_checked():
   assert (rows.block_cols, rows.num_warps) == (64, 4)
   with pytest.raises(ValueError, match="row_tile must be a power of two"):
     sdm_benchmarks.parse_tiling("row_tile=48", 64)
+  # Bool fields take true or false, not any (truthy) string.
+  assert sdm_benchmarks.parse_tiling("prefetch_entries=true", 64).prefetch_entries is True
+  assert sdm_benchmarks.parse_tiling("prefetch_entries=false", 64).prefetch_entries is False
+  with pytest.raises(ValueError, match="true or false"):
+    sdm_benchmarks.parse_tiling("prefetch_entries=1", 64)
