@@ -87,7 +87,10 @@ class KernelConfig(NamedTuple):
   """Tiling of the phase-2 kernels (the int fields powers of two; `check_config`)."""
   block_cols: int = 64      # BD: value columns per program
   row_tile: int = 32        # rows (slots) per program of the row-tile kernels
-  group_entries: int = 128  # token-major entries per program of the gather kernels
+  # Token-major entries per program of the gather kernels (at W = R = 64, one token each).
+  # `sdm_small`'s step on the H200, back to back: 44.51 / 44.63 ms against 44.83 / 44.86 at
+  # 128 in one call, 44.62 against 44.93 / 44.91 in another (WORKSPACE.md, sessions 33-34).
+  group_entries: int = 64
   num_warps: int = 4
   num_stages: int = 1       # Triton software pipelining of the kernels' loops (1: none)
   # Chunks per iteration of the `lax.scan` over chunks (its `unroll`): each iteration also
