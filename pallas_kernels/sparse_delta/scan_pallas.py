@@ -48,13 +48,11 @@ first design, was as slow as the XLA scan on the H200: its programs wait on one 
 dependent gathers each. So was, in session 33, one launch with 4 or 8 programs per
 sequence and slab that shared its token groups and row tiles and met at atomic-counter
 barriers between the stages: 0.3-0.6 ms slower in `sdm_small`'s step than the launches per
-chunk. See WORKSPACE.md, issue 11, sessions 32-33.)
-`KernelConfig.forward="dataflow"` and `backward="dataflow"` (opt-in, not yet timed) run
-the forward or the backward in one launch that keeps the per-chunk launches' thousands of
-short programs: each program takes a ticket, which names its chunk and its gather or
-row-tile work, and waits on atomic counters only for the lower tickets' work that it reads
-(`_fwd_dataflow_kernel`, `_bwd_dataflow_kernel`); the last gather program of a chunk,
-sequence and slab runs their dense stage.
+chunk. Nor, in session 34, one launch for the whole forward or backward that kept every short
+program and replaced the launch boundaries by atomic counters (each program took a ticket
+and waited only for the lower tickets' work it read): 0.7 ms slower for the forward, 7.5
+ms for both; the ticket and counter atomics of the millions of programs per step cost more than
+the boundaries. See WORKSPACE.md, issue 11, sessions 32-34.)
 
 The table and its cotangent are stored in bfloat16 or float32 (the table's dtype; the
 authors' layer also keeps both in bf16 in memory); rows are widened to float32 on load and
@@ -130,14 +128,6 @@ class KernelConfig(NamedTuple):
   # wider slabs do less of it; more warps keep the registers per thread.
   backward_rows_cols: int | None = None
   backward_rows_warps: int | None = None
-  # How the forward and the backward are launched: "per_chunk" (three launches per chunk in
-  # a `lax.scan`) or "dataflow" (one launch for every chunk, `_fwd_dataflow_kernel`,
-  # `_bwd_dataflow_kernel`: each program takes a ticket and waits only for the work of lower
-  # tickets that it reads; the backward's needs backward_rows "union" on the other kernels'
-  # slabs and warps; scan_unroll applies to "per_chunk" only). Not yet timed on a GPU
-  # (WORKSPACE.md, issue 11, session 33).
-  forward: str = "per_chunk"
-  backward: str = "per_chunk"
   # The segment loops (`_segment_sums`) load the next step's entry tokens while this step's
   # token rows are gathered, so a step waits on one load instead of two in turn. Not yet
   # timed on a GPU (WORKSPACE.md, issue 11, session 33).
@@ -161,7 +151,6 @@ L2_HINTS = {
 
 
 BACKWARD_ROWS = ("separate", "union")
-LAUNCHES = ("per_chunk", "dataflow")
 ROW_ORDERS = layout.ROW_ORDERS
 
 
@@ -194,16 +183,6 @@ def kernel_limits(*, chunk: int, value_dim: int, table_dtype, plan_dtype) -> str
 def check_config(config: KernelConfig, value_dim: int) -> None:
   """Raises ValueError naming the field of `config` that these kernels cannot take."""
   check_power_of_two_fields(config, ("block_cols", "row_tile", "group_entries", "num_warps"))
-  for field in ("forward", "backward"):
-    if getattr(config, field) not in LAUNCHES:
-      raise ValueError(f"KernelConfig.{field} must be one of {LAUNCHES}, got "
-                       f"{getattr(config, field)!r}")
-  if config.backward == "dataflow" and (
-      config.backward_rows != "union" or config.backward_rows_config() != config):
-    raise ValueError('KernelConfig.backward="dataflow" takes backward_rows="union" and '
-                     "backward_rows_cols, backward_rows_warps None (one launch: one slab "
-                     f"width and warp count), got {config.backward_rows!r}, "
-                     f"{config.backward_rows_cols!r}, {config.backward_rows_warps!r}")
   if config.backward_rows not in BACKWARD_ROWS:
     raise ValueError(f"KernelConfig.backward_rows must be one of {BACKWARD_ROWS}, got "
                      f"{config.backward_rows!r}")
@@ -478,109 +457,6 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   _fwd_scatter(r, _Grid.of_program(r), dims, config)
 
 
-# The dataflow launches' counters (`_fwd_dataflow_kernel`, `_bwd_dataflow_kernel`), rows of
-# sync [5, B*H, slabs]: per sequence x head and slab, gather programs done, chunks whose
-# dense stage is done, row-tile programs (scatter or union) done, and (in interpret mode)
-# waits that found their target unmet (`platform.wait_until`); per sequence x head (at slab
-# 0), row-tile programs done over all slabs.
-_GATHERED, _DENSE, _ROWS_DONE, _STALLS, _ROWS_DONE_ALL_SLABS = range(5)
-_SYNC_ROWS = 5
-
-
-def _dataflow_ticket(r, per_chunk: int, interpret: bool):
-  """This program's ticket (`_dataflow`) as (chunks before its own in launch
-  order, its work within the chunk)."""
-  ticket = platform.signal(r["tickets_out"], 0, interpret)
-  return ticket // per_chunk, ticket % per_chunk
-
-
-def _dataflow_wait(r, interpret: bool, counter: int, bh, slab, target):
-  platform.wait_until(r["sync_out"], (counter, bh, slab), target, interpret,
-                      stalls=(r["sync_out"], (_STALLS, bh, slab)))
-
-
-def _dataflow_programs(dims: _Dims, config: KernelConfig, row_tiles: int):
-  """(slabs, token groups, programs per chunk) of a dataflow launch whose row-tile stage has
-  `row_tiles` tiles per sequence and slab: a gather program per token group and a row-tile
-  program per tile, for every sequence x head and slab."""
-  slabs = dims.value_dim // config.block_cols
-  groups = dims.chunk // dims.token_group(config)
-  return slabs, groups, dims.batch_heads * slabs * (groups + row_tiles)
-
-
-def _split_work(work, slabs: int, items: int):
-  """A ticket's work number -> (sequence x head, slab, item): slab-major within a sequence,
-  so that each sequence and slab's items take consecutive tickets."""
-  return work // (slabs * items), work // items % slabs, work % items
-
-
-def _dataflow(r, dims: _Dims, config: KernelConfig, interpret: bool, *, row_tiles: int,
-              chunk_of, gather, dense, rows, rows_wait_all_slabs: bool):
-  """The program of a dataflow launch (`_fwd_dataflow_kernel`, `_bwd_dataflow_kernel`):
-  takes a ticket and does the stage it names for the chunk chunk_of(chunks before in launch
-  order), gather(grid), dense(grid) or rows(grid) (row tile grid.tile of `row_tiles`),
-  after the waits those describe; rows_wait_all_slabs: a row-tile program also waits for
-  the previous chunk's row-tile programs of every slab of its sequence."""
-  slabs, groups, per_chunk = _dataflow_programs(dims, config, row_tiles)
-  gathers = dims.batch_heads * slabs * groups
-  done, work = _dataflow_ticket(r, per_chunk, interpret)
-  c = chunk_of(done)
-  wait = functools.partial(_dataflow_wait, r, interpret)
-  signal = lambda counter, bh, slab: platform.signal(  # noqa: E731
-      r["sync_out"], (counter, bh, slab), interpret)
-
-  @pl.when(work < gathers)
-  def _():
-    bh, slab, group = _split_work(work, slabs, groups)
-    wait(_ROWS_DONE, bh, slab, done * row_tiles)
-    gather(_Grid(c, bh, group, slab))
-    done_before = signal(_GATHERED, bh, slab)
-
-    @pl.when(done_before == (done + 1) * groups - 1)  # the chunk's last gather here
-    def _():
-      platform.triton_barrier(interpret)  # (the atomic's acquire, for every thread)
-      dense(_Grid(c, bh, 0, slab))
-      signal(_DENSE, bh, slab)
-
-  @pl.when(work >= gathers)
-  def _():
-    bh, slab, tile = _split_work(work - gathers, slabs, row_tiles)
-    wait(_DENSE, bh, slab, done + 1)
-    if rows_wait_all_slabs:
-      wait(_ROWS_DONE_ALL_SLABS, bh, 0, done * row_tiles * slabs)
-    rows(_Grid(c, bh, tile, slab))
-    signal(_ROWS_DONE, bh, slab)
-    if rows_wait_all_slabs:
-      signal(_ROWS_DONE_ALL_SLABS, bh, 0)
-
-
-def _fwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (chunks x (gather programs + scatter programs),): every chunk's forward in one
-  launch, as many short programs as the launches per chunk have, without the launches'
-  boundaries. Each program takes a ticket (an atomic counter: tickets follow the order in
-  which programs start) and does the work that ticket names, chunk by chunk: the chunk's
-  gather programs (by sequence x head, slab, token group), then its scatter programs (by
-  sequence x head, slab, row tile). A program waits only for the work of lower tickets, whose
-  programs have all started, so it cannot wait on a program that is never resident:
-    a gather of chunk c waits until chunk c - 1's scatter programs of its sequence and slab
-      are done (it reads the rows they wrote);
-    the last gather program of a chunk, sequence and slab to finish runs their dense stage;
-    a scatter of chunk c waits for that dense stage (its delta, and every gather of the
-      chunk has read the rows it overwrites).
-  Interpret mode runs the programs in ticket order, so no wait there finds its work
-  undone (`_STALLS` counts any that would)."""
-  r = dict(zip(names, refs))
-  # Read the table and delta through the refs written in place: the earlier chunks' rows.
-  r["table"] = r["table_out"]
-  if dims.shared:
-    r["delta"] = r["delta_out"]
-  _dataflow(r, dims, config, interpret, row_tiles=dims.write_rows // config.row_tile,
-            chunk_of=lambda done: done,
-            gather=lambda grid: _fwd_gather(r, grid, dims, config),
-            dense=lambda grid: _fwd_dense(r, grid, dims, config, interpret),
-            rows=lambda grid: _fwd_scatter(r, grid, dims, config), rows_wait_all_slabs=False)
-
-
 # --------------------------------------------------------------------------------- backward
 
 
@@ -677,32 +553,6 @@ def _union(r, dims: _Dims, config: KernelConfig, grid: _Grid):
   @pl.when(grid.tile >= write_tiles)
   def _():
     _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles))
-
-
-def _bwd_dataflow_kernel(*refs, names, dims: _Dims, config: KernelConfig,
-                         interpret: bool):
-  """grid (chunks x (gather programs + union programs),): every chunk's backward in one
-  launch, chunks in reverse, as `_fwd_dataflow_kernel` runs the forward: tickets name a
-  chunk's gather programs, then its union programs (write and read row tiles), and
-    a gather of chunk c waits for chunk c + 1's union programs of its sequence and slab
-      (it reads the cotangent rows they wrote);
-    the last gather program of a chunk, sequence and slab to finish runs their dense stage;
-    a union program of chunk c waits for that dense stage (d_y, and every gather of the
-      chunk has read the rows it overwrites), and for chunk c + 1's union programs of every
-      slab of its sequence: slab 0's write tiles keep `next_write`, which every slab's read
-      tiles read."""
-  r = dict(zip(names, refs))
-  # Read what earlier tickets wrote through the refs written in place.
-  for name in ("d_table", "next_write", "d_values"):
-    if name + "_out" in r:
-      r[name] = r[name + "_out"]
-  num_chunks = r["d_update_coef_out"].shape[0]
-  _dataflow(r, dims, config, interpret,
-            row_tiles=(dims.write_rows + dims.read_rows) // config.row_tile,
-            chunk_of=lambda done: num_chunks - 1 - done,  # chunks in reverse
-            gather=lambda grid: _bwd_gather(r, grid, dims, config),
-            dense=lambda grid: _bwd_dense(r, grid, dims, config, interpret),
-            rows=lambda grid: _union(r, dims, config, grid), rows_wait_all_slabs=True)
 
 
 def _read_cotangent(r, here, slab, cols, table_rows) -> _SegmentTerms:
@@ -991,41 +841,6 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
 
 
-def _call_dataflow(kernel, row_tiles: int, inputs: dict, outputs: dict, aliases, *,
-                   num_chunks: int, dims: _Dims, config: KernelConfig, interpret: bool):
-  """`_call` of a dataflow launch over `num_chunks` chunks (`_dataflow`), with its ticket
-  counter and counters (zero at launch) added: (results, sync [5, B*H, slabs] the final
-  counters)."""
-  slabs, _, per_chunk = _dataflow_programs(dims, config, row_tiles)
-  counters = dict(tickets=jnp.zeros((1,), jnp.int32),
-                  sync=jnp.zeros((_SYNC_ROWS, dims.batch_heads, slabs), jnp.int32))
-  results = _call(kernel, (num_chunks * per_chunk,), 0, dict(inputs, **counters),
-                  dict(outputs, **counters), aliases=(*aliases, *counters), dims=dims,
-                  config=config, interpret=interpret)
-  return results, results["sync"]
-
-
-def _forward_dataflow(table, saved, *, xs, dims: _Dims, config: KernelConfig,
-                      interpret: bool, num_chunks: int):
-  """Every chunk's forward as one launch (`_fwd_dataflow_kernel`): `_forward_chunk`'s
-  results for all chunks, (table, saved, sync): sync the final counters."""
-  tokens = jax.ShapeDtypeStruct((dims.batch_heads, dims.chunk, dims.value_dim), jnp.float32)
-  stacked = ("out", "snapshot", "y", "delta") if dims.shared else ("out", "snapshot")
-  inputs = dict(table=table,
-                **_pick(xs, "read_slot", "read_coef", "qk", "values", "entry_token",
-                        "entry_update_coef"),
-                **_tiles(xs, "write"), **_pick(saved, *stacked))
-  outputs = dict(table=table, **_pick(saved, *stacked), out_read=tokens)
-  if dims.shared:
-    inputs.update(_pick(xs, "write_slot", "write_coef", "solve"))
-    outputs.update(r0=tokens)
-  results, sync = _call_dataflow(
-      _fwd_dataflow_kernel, dims.write_rows // config.row_tile, inputs, outputs,
-      ("table", *stacked), num_chunks=num_chunks, dims=dims, config=config,
-      interpret=interpret)
-  return results["table"], _pick(results, *stacked), sync
-
-
 def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret: bool):
   """Chunk c in reverse: (next_write and d_table at its end, gradients stacked over chunks)
   -> (both at its start, gradients updated). next_write [B*H, N] is the row of the stacked
@@ -1088,28 +903,6 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   return (written["next_write"], read["d_table"], grads), None
 
 
-def _backward_dataflow(next_write, d_table, grads, *, xs, dims: _Dims, config: KernelConfig,
-                       interpret: bool, num_chunks: int):
-  """Every chunk's backward as one launch (`_bwd_dataflow_kernel`): `_backward_chunk`'s
-  results for all chunks, (d_table, grads, sync): sync the final counters."""
-  stacked = tuple(grads)
-  inputs = dict(d_table=d_table, next_write=next_write, **grads,
-                **_pick(xs, "values", "write_slot", "update_coef", "d_out", "qk", "snapshot",
-                        "final_table", "snapshot_rows", "read_entry_token",
-                        "read_entry_coef"),
-                **_tiles(xs, "write", "read"))
-  if dims.shared:
-    inputs.update(_pick(xs, "delta", "solve", "entry_token", "entry_write_coef"))
-  outputs = dict(d_table=d_table, next_write=next_write, **grads,
-                 kd=jax.ShapeDtypeStruct((dims.batch_heads, dims.chunk, dims.value_dim),
-                                         jnp.float32))
-  results, sync = _call_dataflow(
-      _bwd_dataflow_kernel, (dims.write_rows + dims.read_rows) // config.row_tile, inputs,
-      outputs, ("d_table", "next_write", *stacked), num_chunks=num_chunks, dims=dims,
-      config=config, interpret=interpret)
-  return results["d_table"], _pick(results, *stacked), sync
-
-
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
 def _scan(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig, interpret: bool):
   return _scan_fwd(memory, coefs, ids, config, interpret)[0]
@@ -1131,14 +924,10 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
       (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
   if dims.shared:
     saved.update(y=tokens(), delta=tokens())
-  if config.forward == "dataflow":
-    final, saved, _ = _forward_dataflow(table, saved, xs=xs, dims=dims, config=config,
-                                        interpret=interpret, num_chunks=num_chunks)
-  else:
-    step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
-                             interpret=interpret)
-    (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
-                                 unroll=config.scan_unroll)
+  step = functools.partial(_forward_chunk, xs=xs, dims=dims, config=config,
+                           interpret=interpret)
+  (final, saved), _ = lax.scan(step, (table, saved), jnp.arange(num_chunks),
+                               unroll=config.scan_unroll)
   out = _batch_major(saved.pop("out"), batch, heads)
   final = final.reshape(batch, heads, *memory.shape[-2:])
   # A shared [H, N, Dv] table is remembered by a [H, 0] marker (residuals must be arrays).
@@ -1173,16 +962,11 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   if dims.shared:
     grads.update(d_values=zeros(chunk, value_dim),
                  d_entry_write_coef=zeros(row_slabs, chunk * dims.writes))
-  if config.backward == "dataflow":
-    d_table, grads, _ = _backward_dataflow(next_write, d_table, grads, xs=xs, dims=dims,
-                                           config=config, interpret=interpret,
-                                           num_chunks=num_chunks)
-  else:
-    step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
-                             interpret=interpret)
-    (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads),
-                                      jnp.arange(num_chunks), reverse=True,
-                                      unroll=config.scan_unroll)
+  step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
+                           interpret=interpret)
+  (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads),
+                                    jnp.arange(num_chunks), reverse=True,
+                                    unroll=config.scan_unroll)
 
   slab_sum = lambda name: jnp.sum(grads[name], axis=2)  # [n, BH, slabs, ...]  # noqa: E731
   contract = lambda a, b: jnp.einsum("nxtd,nxud->nxtu", a, b,  # noqa: E731
@@ -1244,5 +1028,5 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   return _scan(memory, plan.coefs, plan.ids, config, interpret)
 
 
-__all__ = ["BACKWARD_ROWS", "KernelConfig", "LAUNCHES", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
+__all__ = ["BACKWARD_ROWS", "KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
            "default_config", "kernel_limits", "scan_chunks"]

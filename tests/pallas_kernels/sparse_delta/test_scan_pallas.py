@@ -186,95 +186,6 @@ def test_prefetched_segment_loops_match_the_default(error, backward_rows):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-def _record_counters(monkeypatch, name: str) -> list:
-  """Wraps scan_pallas' dataflow launch `name` so that each call's final counters (its
-  result's last element) land in the returned list, also from inside jit."""
-  counters, launch = [], getattr(scan_pallas, name)
-
-  def recording(*args, **kwargs):
-    *results, sync = launch(*args, **kwargs)
-    jax.debug.callback(lambda sync: counters.append(np.asarray(sync)), sync)
-    return (*results, sync)
-
-  monkeypatch.setattr(scan_pallas, name, recording)
-  return counters
-
-
-@interpret_on_cpu
-@pytest.mark.parametrize("error,shared_memory", [
-    ("shared", False), ("shared", True), ("per_slot", False)])
-def test_the_dataflow_forward_matches_the_launches_per_chunk(error, shared_memory,
-                                                             monkeypatch):
-  """One launch for every chunk's forward, its programs by ticket: the same outputs and
-  final table, bitwise, as the per-chunk launches (which the tests above hold to the twin);
-  no program waited for a later ticket's work (its counters' stall row is zero, and every
-  chunk's dense stage ran once per sequence and slab); in one form the gradients against
-  the twin."""
-  counters = _record_counters(monkeypatch, "_forward_dataflow")
-  memory, plan = _plan(1, error=error, shared_memory=shared_memory, batch=2, seq_len=32,
-                       heads=2, num_slots=40, value_dim=32, writes=3, reads=5)
-  scan = functools.partial(scan_pallas.scan_chunks, error=error, interpret=True)
-  one_launch = functools.partial(scan, config=SMALL._replace(forward="dataflow"))
-  for got, want in zip(jax.jit(one_launch)(memory, plan),
-                       jax.jit(functools.partial(scan, config=SMALL))(memory, plan)):
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-  gathered, dense, scattered, stalls, scattered_all_slabs = counters[0]
-  num_chunks = plan.ids.write_pos.shape[2]
-  np.testing.assert_array_equal(stalls, 0)
-  np.testing.assert_array_equal(dense, num_chunks)
-  for done in (gathered, scattered):  # the same whole number of programs per chunk everywhere
-    assert done.min() == done.max() > 0 and done.min() % num_chunks == 0
-  np.testing.assert_array_equal(scattered_all_slabs, 0)  # the backward's counter
-  if shared_memory:
-    _compare(_outputs_and_grads(one_launch, memory, plan, 2),
-             _outputs_and_grads(functools.partial(_xla_scan, error=error), memory, plan, 2),
-             1e-5)
-
-
-@interpret_on_cpu
-@pytest.mark.parametrize("error,shared_memory", [("shared", False), ("per_slot", True)])
-def test_the_dataflow_backward_matches_the_launches_per_chunk(error, shared_memory,
-                                                              monkeypatch):
-  """One launch for every chunk's backward: the same gradients, bitwise, as the per-chunk
-  launches (held to the twin above), and no program waited for a later ticket's work."""
-  counters = _record_counters(monkeypatch, "_backward_dataflow")
-  memory, plan = _plan(2, error=error, shared_memory=shared_memory, batch=2, seq_len=32,
-                       heads=2, num_slots=40, value_dim=32, writes=3, reads=5)
-  scan = functools.partial(scan_pallas.scan_chunks, error=error, interpret=True)
-  results = [_outputs_and_grads(functools.partial(scan, config=config), memory, plan, 3)
-             for config in (SMALL._replace(backward="dataflow"), SMALL)]
-  for got, want in zip(*(jax.tree.leaves(result) for result in results)):
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-  gathered, dense, rows_done, stalls, rows_done_all_slabs = counters[0]
-  num_chunks = plan.ids.write_pos.shape[2]
-  np.testing.assert_array_equal(stalls, 0)
-  np.testing.assert_array_equal(dense, num_chunks)
-  for done in (gathered, rows_done):
-    assert done.min() == done.max() > 0 and done.min() % num_chunks == 0
-  np.testing.assert_array_equal(rows_done_all_slabs[:, 0], rows_done.sum(axis=1))
-
-
-@pytest.mark.parametrize("backward,kernels,names", [
-    ("per_chunk", 4, ("fwd_dataflow_kernel", "bwd_gather_kernel")),
-    ("dataflow", 2, ("fwd_dataflow_kernel", "bwd_dataflow_kernel"))])
-def test_the_dataflow_launches_lower_for_a_gpu(backward, kernels, names):
-  """Their waits' spins compile only for a GPU: one Triton call for the whole forward, and
-  for the whole backward or its three per chunk."""
-  memory, plan = _plan(1, error="shared", batch=2, seq_len=64, heads=1, num_slots=256,
-                       value_dim=128, writes=8, reads=8)
-  config = scan_pallas.default_config(128)._replace(forward="dataflow", backward=backward)
-
-  def loss(memory, plan):
-    out, final = scan_pallas.scan_chunks(memory, plan, error="shared", config=config,
-                                         interpret=False)
-    return jnp.sum(out) + jnp.sum(final.astype(jnp.float32))
-
-  text = jax.jit(jax.value_and_grad(loss)).trace(memory, plan).lower(
-      lowering_platforms=("cuda",)).as_text()
-  assert text.count("__gpu$xla.gpu.triton") == kernels
-  assert all(name in text for name in names) and "fwd_gather_kernel" not in text
-
-
 @pytest.mark.parametrize("kwargs,match", [
     (dict(value_dim=12), "Dv must be a multiple of 16"),
     (dict(chunk_size=8, seq_len=8), "chunk length must be a power of two"),
@@ -295,9 +206,6 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(f32_dot_passes=2), "f32_dot_passes must be 1"),
     (dict(l2_hints="keep"), "l2_hints must be one of"),
     (dict(backward_rows="merged"), "backward_rows must be one of"),
-    (dict(forward="persistent"), "forward must be one of"),
-    (dict(backward="dataflow", backward_rows="separate"), "takes backward_rows=\"union\""),
-    (dict(backward="dataflow", backward_rows_warps=2), "takes backward_rows=\"union\""),
     (dict(backward_rows_cols=32), "backward_rows_cols must divide Dv = 16"),
     (dict(backward_rows_cols=24), "backward_rows_cols must be None or a power of two"),
     (dict(backward_rows_warps=3), "backward_rows_warps must be None or a power of two"),
@@ -325,8 +233,6 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream")),
     ("per_slot", jnp.float32, dict(backward_rows="separate", row_order="slot")),
     ("shared", jnp.bfloat16, dict(backward_rows_cols=128, backward_rows_warps=8)),
-    ("shared", jnp.bfloat16, dict(forward="dataflow", backward="dataflow")),
-    ("per_slot", jnp.float32, dict(forward="dataflow", backward="dataflow")),
     ("shared", jnp.bfloat16, dict(prefetch_entries=True))],
     ids=lambda value: (";".join(f"{k}={v}" for k, v in value.items())
                        if isinstance(value, dict) else None))
