@@ -259,9 +259,11 @@ def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: in
 
 # Candidates per group of the final selection's tournament.
 _CANDIDATE_GROUP = 16
+# The non-negative int32 bits a tournament candidate's slot and lane may share (`_select`).
+_PACKED_ID_BITS = 31
 
 
-def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
+def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, sub_keys: int,
             interpret: bool):
   """k rounds over the candidates (module docstring, step 3) as a tournament: per part
   keys [R, P] and slots [R, P] (distinct where the key is not _TAKEN; lanes from
@@ -269,12 +271,22 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
   `_CANDIDATE_GROUP` lanes keeps its best untaken candidate (largest key, lowest slot
   among equal keys); a round takes the best of the group bests, stores it at lane r of
   idx_ref and reloads only its group. (Masking and reducing over all T candidates each
-  round, the first way, was 207 of a program's 381 loop instructions at S = 128, k = 64.)"""
+  round, the first way, was 207 of a program's 381 loop instructions at S = 128, k = 64.)
+
+  Where slot and lane fit in 31 bits together, a candidate's slot is stored as
+  slot << lane_bits | lane: the same order among distinct slots, so the round's min over
+  the tied group bests also names the winner's lane, and its group, without a reduction
+  over the groups to find it."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
+  lane_bits = max(1, (total - 1).bit_length())
+  with_lane = (sub_keys * sub_keys - 1).bit_length() + lane_bits <= _PACKED_ID_BITS
   for part_keys, part_slots, start in zip(keys, slots, starts):
     lanes = int(start) + jnp.arange(part_keys.shape[1], dtype=jnp.int32)[None, :]
     mask = jnp.broadcast_to(live, part_keys.shape)
+    if with_lane:
+      part_slots = jnp.where(part_slots == _NO_ID, _NO_ID,
+                             jnp.left_shift(part_slots, lane_bits) | lanes)
     pltriton.store(candidates_ref.at[rows.store, 0, lanes], part_keys, mask=mask)
     pltriton.store(candidates_ref.at[rows.store, 1, lanes], part_slots, mask=mask)
   platform.triton_barrier(interpret)
@@ -299,10 +311,13 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
     best, best_slot = carry
     top = jnp.max(best, axis=1, keepdims=True)                      # [R, 1]
     pick = jnp.min(jnp.where(best == top, best_slot, _NO_ID), axis=1, keepdims=True)
-    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)], pick,
-                   mask=live)
-    group = jnp.min(jnp.where(best_slot == pick, group_lanes, groups), axis=1,
-                    keepdims=True)                                   # slots are distinct
+    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
+                   jnp.right_shift(pick, lane_bits) if with_lane else pick, mask=live)
+    if with_lane:
+      group = (pick & ((1 << lane_bits) - 1)) // size
+    else:
+      group = jnp.min(jnp.where(best_slot == pick, group_lanes, groups), axis=1,
+                      keepdims=True)                                 # slots are distinct
     group_keys, group_slots = load_group(rows.load, group * size + in_group)  # [R, g]
     # The group's members after the pick in (key desc, slot asc) order are untaken:
     # every earlier one was taken in an earlier round.
@@ -505,7 +520,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   if config.final_select == "threshold":
     _select_by_threshold(keys, slots, rows, work["work"], idx_ref, k, sub_keys, interpret)
   else:
-    _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, interpret)
+    _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys, interpret)
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   stored = live & (out_lanes < k)
   out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)

@@ -137,6 +137,23 @@ def test_kernel_configs_match_brute_force(config, sub_keys, k):
     assert_matches_brute_force(idx, logits, scores, k)
 
 
+@pytest.mark.parametrize("packed_id_bits", [31, 0])
+def test_tournament_with_and_without_lanes_packed_into_slots(packed_id_bits, monkeypatch):
+  """The final tournament finds a round's winning group from the pick itself where slot and
+  lane fit in 31 bits (every shape here), else by a reduction over the groups: 0 bits
+  forces that path. Tied rows (random_scores' rows 0 and 1) decide by the lowest slot."""
+  monkeypatch.setattr(topk_pallas, "_PACKED_ID_BITS", packed_id_bits)
+  jax.clear_caches()  # traces of the same shapes from other tests took the other path
+  config = topk_pallas.KernelConfig(block_rows=2)  # groups and the tournament
+  for sub_keys, k in [(6, 11), (32, 64), (512, 32)]:
+    scores = random_scores(sub_keys + k + 1, sub_keys, jnp.float32, rows=5)
+    topk = functools.partial(topk_pallas.product_key_topk, k=k, config=config)
+    # Only the packing shifts left.
+    assert ("shift_left" in str(jax.make_jaxpr(topk)(scores))) == (packed_id_bits == 31)
+    assert_matches_brute_force(*topk(scores), scores, k)
+  jax.clear_caches()
+
+
 @pytest.mark.parametrize("sub_keys,k", [(4, 16), (32, 32), (128, 64)])
 def test_threshold_selection_takes_the_lowest_ids_among_ties(sub_keys, k):
   """Rows where the k-th best sum is tied with many others (a constant row: every sum; a
