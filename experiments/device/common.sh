@@ -1,0 +1,37 @@
+# Sourced by each device call script (experiments/device/sessionNN*.sh), run from the repository
+# root on the device machine. DEADLINE (s from START) bounds the call.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+START=$(date +%s); DEADLINE=${DEADLINE:-560}
+ROOT=$(pwd)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || { echo "wheel install failed"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >> "$OUT/calls.log" 2>&1
+# step NAME LIMIT DIR CMD...: run CMD in DIR under min(LIMIT, time left), log to $OUT/NAME.log,
+# the last 3 lines to calls.log.
+step() {
+  local name=$1 limit=$2 dir=$3; shift 3
+  local left=$(( DEADLINE - ($(date +%s) - START) ))
+  if (( left < 20 )); then echo "SKIP $name (left $left s)" >> "$OUT/calls.log"; return; fi
+  (( limit > left )) && limit=$left
+  local t0=$(date +%s)
+  { echo "== $name ($dir)"; ( cd "$dir" && timeout -s TERM "$limit" "$@" ); } > "$OUT/$name.log" 2>&1
+  local rc=$?; LAST_RC=$rc
+  { echo "== $name rc=$rc $(( $(date +%s) - t0 )) s (limit $limit)"; tail -n 3 "$OUT/$name.log"; } >> "$OUT/calls.log"
+}
+# copy NAME PYEDIT: a copy of the tree under devrun/NAME with PYEDIT (python, acting on `s`,
+# the text of pallas_kernels/sparse_delta/scan_pallas.py) applied; fails loudly if unchanged.
+copy() {
+  local name=$1 edit=$2
+  mkdir -p "devrun/$name" && cp -r pallas_kernels sdm_jax maglev_jax experiments pyproject.toml "devrun/$name/"
+  python3 - "devrun/$name/pallas_kernels/sparse_delta/scan_pallas.py" "$edit" <<'PY' >> "$OUT/calls.log" 2>&1
+import sys
+path, edit = sys.argv[1], sys.argv[2]
+s = open(path).read(); before = s
+exec(edit)
+assert s != before, "edit changed nothing: " + edit
+open(path, "w").write(s)
+print("copy", path, "edited")
+PY
+}
+DEFAULT='return KernelConfig(block_cols=block)'
