@@ -71,15 +71,21 @@ EDITS = {
                     "  lax.fori_loop(0, 1, round_, (best, best_slot))")],
 }
 
-for name in sys.argv[1:]:
-  dest = pathlib.Path("devrun") / f"topk_{name}"
-  shutil.rmtree(dest, ignore_errors=True)
-  dest.mkdir(parents=True)
-  for part in ("pallas_kernels", "sdm_jax", "maglev_jax", "experiments"):
-    shutil.copytree(part, dest / part)
-  text = (dest / PATH).read_text()
-  for old, new in EDITS[name]:
-    assert text.count(old) == 1, (name, old)
-    text = text.replace(old, new)
-  (dest / PATH).write_text(text)
-  print("made", dest)
+
+def main(names):
+  for name in names:
+    dest = pathlib.Path("devrun") / f"topk_{name}"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for part in ("pallas_kernels", "sdm_jax", "maglev_jax", "experiments"):
+      shutil.copytree(part, dest / part)
+    text = (dest / PATH).read_text()
+    for old, new in EDITS[name]:
+      assert text.count(old) == 1, (name, old)
+      text = text.replace(old, new)
+    (dest / PATH).write_text(text)
+    print("made", dest)
+
+
+if __name__ == "__main__":
+  main(sys.argv[1:])
