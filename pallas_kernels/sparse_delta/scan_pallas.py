@@ -278,12 +278,20 @@ def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
 class _SegmentTerms(NamedTuple):
   """What a segment loop adds per entry (`_segment_sums`): token(entries) loads each entry's
   token [rows]; contribution(entries, token, valid, store_at) returns one [BD] row per row
-  of the tile, for entries[i] in row i's segment, token its `token`."""
+  of the tile, for entries[i] in row i's segment, token its `token`; num_entries: the
+  chunk's entries (entry ids are below it)."""
   token: Callable[[jax.Array], jax.Array]
   contribution: Callable[..., jax.Array]
+  num_entries: int
+
+  @staticmethod
+  def of(tokens_ref, here, contribution) -> "_SegmentTerms":
+    """Terms whose entries' tokens are tokens_ref[c, bh, entry] [n, B*H, entries]."""
+    return _SegmentTerms(lambda entries: tokens_ref[(*here, entries)], contribution,
+                         tokens_ref.shape[-1])
 
 
-def _segment_sums(begin, end, num_entries, entries: _SegmentTerms, initial, prefetch: bool):
+def _segment_sums(begin, end, entries: _SegmentTerms, initial, prefetch: bool):
   """`initial[i]` plus the sum over entries [begin[i], end[i]) of `entries.contribution`,
   for rows i of a tile (begin, end [rows]), in float32: at step k every row adds its
   segment's k-th entry, for as many steps as the tile's longest segment. (Summing onto
@@ -298,7 +306,8 @@ def _segment_sums(begin, end, num_entries, entries: _SegmentTerms, initial, pref
   def step(k):  # (entries clamped in bounds, valid, store_at)
     at = begin + k
     valid = at < end
-    return jnp.where(valid, at, num_entries - 1), valid, jnp.where(valid, at, num_entries)
+    return (jnp.where(valid, at, entries.num_entries - 1), valid,
+            jnp.where(valid, at, entries.num_entries))
 
   steps = jnp.max(end - begin)
   if not prefetch:
@@ -374,9 +383,12 @@ def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _
 # ---------------------------------------------------------------------------------- forward
 
 
-def _fwd_gather(r, grid: _Grid, dims: _Dims, config: KernelConfig):
-  """Token group `grid.tile`: per token, the weighted sums of the rows it reads (before the
-  chunk's writes) and, shared form, of the rows it writes (r0)."""
+def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, token groups, slabs): per token of the group, the weighted sums of the rows
+  it reads (before the chunk's writes) and, shared form, of the rows it writes (r0)."""
+  del interpret
+  r = dict(zip(names, refs))
+  grid = _Grid.of_program(r)
   group, block = dims.token_group(config), config.block_cols
   c, bh = grid.c, grid.bh
   cols0, cols = _slab_columns(grid.slab, block)
@@ -394,9 +406,11 @@ def _fwd_gather(r, grid: _Grid, dims: _Dims, config: KernelConfig):
         coef[:, :, None] * rows, axis=1)
 
 
-def _fwd_dense(r, grid: _Grid, dims: _Dims, config: KernelConfig, interpret: bool):
-  """The chunk's tokens in slab `grid.slab`: y = V - r0, delta = S y (shared form),
-  out = reads + QK delta."""
+def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, 1, slabs): the chunk's tokens in the slab: y = V - r0, delta = S y (shared
+  form), out = reads + QK delta."""
+  r = dict(zip(names, refs))
+  grid = _Grid.of_program(r)
   chunk, block = dims.chunk, config.block_cols
   c, bh = grid.c, grid.bh
   cols0, _ = _slab_columns(grid.slab, block)
@@ -413,9 +427,12 @@ def _fwd_dense(r, grid: _Grid, dims: _Dims, config: KernelConfig, interpret: boo
       r["qk"], delta, here, here, cols0, config, chunk, interpret)
 
 
-def _fwd_scatter(r, grid: _Grid, dims: _Dims, config: KernelConfig):
-  """Row tile `grid.tile`: M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u] for the
-  tile's slots, in place, after saving their old rows in the snapshot."""
+def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u]
+  for the tile's slots, in place, after saving their old rows in the snapshot."""
+  del interpret
+  r = dict(zip(names, refs))
+  grid = _Grid.of_program(r)
   tile = _row_tile(r, "write", dims, config, grid)
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here = (c, bh)
@@ -431,39 +448,20 @@ def _fwd_scatter(r, grid: _Grid, dims: _Dims, config: KernelConfig):
     return r["entry_update_coef"][c, bh, entries][:, None] * delta
 
   decay = r["write_tile_decay"][c, bh, tile.at]
-  new_rows = _segment_sums(tile.begin, tile.end, r["entry_token"].shape[-1],
-                           _SegmentTerms(lambda entries: r["entry_token"][c, bh, entries], update),
+  new_rows = _segment_sums(tile.begin, tile.end, _SegmentTerms.of(r["entry_token"], here, update),
                            decay[:, None] * written, config.prefetch_entries)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
-
-
-def _fwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, token groups, slabs): `_fwd_gather`."""
-  del interpret
-  r = dict(zip(names, refs))
-  _fwd_gather(r, _Grid.of_program(r), dims, config)
-
-
-def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, 1, slabs): `_fwd_dense`."""
-  r = dict(zip(names, refs))
-  _fwd_dense(r, _Grid.of_program(r), dims, config, interpret)
-
-
-def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig,
-                        interpret: bool):
-  """grid (B*H, row tiles, slabs): `_fwd_scatter`."""
-  del interpret
-  r = dict(zip(names, refs))
-  _fwd_scatter(r, _Grid.of_program(r), dims, config)
 
 
 # --------------------------------------------------------------------------------- backward
 
 
-def _bwd_gather(r, grid: _Grid, dims: _Dims, config: KernelConfig):
-  """Token group `grid.tile`: per token, kd = sum_i uc d_end[I_t[i]] and the update
-  coefficients' gradient d_end[I_t[i]] . delta[t] (this slab's part)."""
+def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, token groups, slabs): per token of the group, kd = sum_i uc d_end[I_t[i]]
+  and the update coefficients' gradient d_end[I_t[i]] . delta[t] (this slab's part)."""
+  del interpret
+  r = dict(zip(names, refs))
+  grid = _Grid.of_program(r)
   group, block = dims.token_group(config), config.block_cols
   c, bh = grid.c, grid.bh
   cols0, cols = _slab_columns(grid.slab, block)
@@ -479,9 +477,11 @@ def _bwd_gather(r, grid: _Grid, dims: _Dims, config: KernelConfig):
       d_new * delta[:, None, :], axis=2)
 
 
-def _bwd_dense(r, grid: _Grid, dims: _Dims, config: KernelConfig, interpret: bool):
-  """The chunk's tokens in slab `grid.slab`: d_delta = QK^T d_out + kd; shared form:
-  d_y = S^T d_delta."""
+def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
+  """grid (B*H, 1, slabs): the chunk's tokens in the slab: d_delta = QK^T d_out + kd;
+  shared form: d_y = S^T d_delta."""
+  r = dict(zip(names, refs))
+  grid = _Grid.of_program(r)
   chunk, block = dims.chunk, config.block_cols
   c, bh = grid.c, grid.bh
   cols0, _ = _slab_columns(grid.slab, block)
@@ -493,19 +493,6 @@ def _bwd_dense(r, grid: _Grid, dims: _Dims, config: KernelConfig, interpret: boo
     r["d_values_out"][(*here, slice(None), cols)] = _blocked_dot(
         r["solve"], r["d_delta_out"], here, here, cols0, config, chunk, interpret,
         transpose=True)
-
-
-def _bwd_gather_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, token groups, slabs): `_bwd_gather`."""
-  del interpret
-  r = dict(zip(names, refs))
-  _bwd_gather(r, _Grid.of_program(r), dims, config)
-
-
-def _bwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, 1, slabs): `_bwd_dense`."""
-  r = dict(zip(names, refs))
-  _bwd_dense(r, _Grid.of_program(r), dims, config, interpret)
 
 
 def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
@@ -540,11 +527,7 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   chunk's backward is one launch fewer."""
   del interpret
   r = dict(zip(names, refs))
-  _union(r, dims, config, _Grid.of_program(r))
-
-
-def _union(r, dims: _Dims, config: KernelConfig, grid: _Grid):
-  """Union row tile `grid.tile` (write tiles first, then read tiles): `_bwd_union_kernel`."""
+  grid = _Grid.of_program(r)
   write_tiles = dims.write_rows // config.row_tile
 
   @pl.when(grid.tile < write_tiles)
@@ -568,7 +551,7 @@ def _read_cotangent(r, here, slab, cols, table_rows) -> _SegmentTerms:
                    jnp.sum(table_rows * d_out, axis=1), mask=entry_valid)
     return r["read_entry_coef"][c, bh, entries][:, None] * d_out
 
-  return _SegmentTerms(lambda entries: r["read_entry_token"][c, bh, entries], contribution)
+  return _SegmentTerms.of(r["read_entry_token"], here, contribution)
 
 
 def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_reads: bool):
@@ -597,16 +580,14 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
                      jnp.sum(written * d_r0, axis=1), mask=entry_valid)
       return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
 
-    d_start = _segment_sums(
-        tile.begin, tile.end, r["entry_token"].shape[-1],
-        _SegmentTerms(lambda entries: r["entry_token"][c, bh, entries], start_estimate), d_start,
-        config.prefetch_entries)
+    d_start = _segment_sums(tile.begin, tile.end,
+                            _SegmentTerms.of(r["entry_token"], here, start_estimate), d_start,
+                            config.prefetch_entries)
   if with_reads:  # an empty segment where the chunk does not read s
     begin = r["write_tile_read_begin"][c, bh, tile.at]
     end = r["write_tile_read_end"][c, bh, tile.at]
-    d_start = _segment_sums(begin, end, r["read_entry_token"].shape[-1],
-                            _read_cotangent(r, here, slab, cols, written), d_start,
-                            config.prefetch_entries)
+    d_start = _segment_sums(begin, end, _read_cotangent(r, here, slab, cols, written),
+                            d_start, config.prefetch_entries)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid, _eviction(config, "last"))
 
 
@@ -627,9 +608,8 @@ def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid):
   current = gather_rows(d_table, (bh,), row_slot, cols, valid)
   end = jnp.where(valid, tile.end, tile.begin)  # a union's skipped rows: a write tile's
   _scatter(d_table, (bh,), row_slot, cols,
-           _segment_sums(tile.begin, end, r["read_entry_token"].shape[-1],
-                         _read_cotangent(r, here, slab, cols, tile_rows), current,
-                         config.prefetch_entries), valid)
+           _segment_sums(tile.begin, end, _read_cotangent(r, here, slab, cols, tile_rows),
+                         current, config.prefetch_entries), valid)
 
 
 # ------------------------------------------------------------------------------ host side
