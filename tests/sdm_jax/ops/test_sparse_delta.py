@@ -445,7 +445,8 @@ def test_plan_gradients_are_the_same_with_the_pair_weight_kernel(error):
   floats = (inputs.write_w, inputs.v, inputs.beta, inputs.g, inputs.read_w)
   weights = jax.tree.map(
       lambda x: jax.random.normal(jax.random.PRNGKey(x.size), x.shape),
-      chunk.plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=16, error=error).coefs)
+      jax.jit(functools.partial(chunk.plan_chunks, num_slots=num_slots, chunk_size=16,
+                                error=error))(*inputs[1:]).coefs)
 
   def grads(pair_impl):
     def loss(write_w, v, beta, g, read_w):
