@@ -69,10 +69,12 @@ def test_reads_meet_the_writes_of_the_same_addressing_exactly():
   usage = read_write_overlap(model, params, tokens, same, same, batch_size=2)
   assert usage == {"layer_1_M": {"overlap_slots": 3.0, "chance_slots": 3 * 3 / 64}}
   # Writes at one position, reads at the next: compare with the ids written at both.
-  _, captured = model.apply(params, tokens, capture_intermediates=lambda m, method: (
-      m.name == "key_proj" and method == "__call__"), mutable=["intermediates"])
+  # Jitted: op by op, each call compiles every op of the model for its shapes.
+  _, captured = jax.jit(lambda p, t: model.apply(p, t, capture_intermediates=lambda m, method: (
+      m.name == "key_proj" and method == "__call__"), mutable=["intermediates"]))(params, tokens)
   scores = captured["intermediates"]["block_1"]["mixer"]["key_proj"]["__call__"][0]
-  write_ids, _ = addressing(scores.reshape(3, 12, 2, -1), 3, "xla")  # [B, T, H, W]
+  write_ids, _ = jax.jit(addressing, static_argnums=(1, 2))(
+      scores.reshape(3, 12, 2, -1), 3, "xla")  # [B, T, H, W]
   write_ids = np.asarray(write_ids)
   shifted = read_write_overlap(model, params, tokens, same + 1, same, batch_size=3)
   want = np.mean([len(set(write_ids[b, t + 1, h]) & set(write_ids[b, t, h]))

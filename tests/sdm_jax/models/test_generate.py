@@ -22,7 +22,7 @@ def test_dense_kernels_in_the_compute_dtype_leave_every_decode_step_unchanged():
                     compute_dtype="bfloat16")
   model = LM(config)
   tokens = jax.random.randint(jax.random.PRNGKey(0), (2, 9), 0, config.vocab_size)
-  params = model.init(jax.random.PRNGKey(1), tokens)
+  params = jax.jit(model.init)(jax.random.PRNGKey(1), tokens)  # one compile, not one per op
   cast = dense_kernels_in(params, jnp.bfloat16)
   flat, flat_cast = (jax.tree_util.tree_flatten_with_path(p)[0] for p in (params, cast))
   kernels = 0

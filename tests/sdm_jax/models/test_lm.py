@@ -21,7 +21,8 @@ TINY = dict(vocab_size=50, d_model=32, num_heads=2, max_seq_len=64)
 def init(config, length=8, seed=0, batch=2):
   model = LM(config)
   tokens = jax.random.randint(jax.random.PRNGKey(seed), (batch, length), 0, config.vocab_size)
-  return model, model.init(jax.random.PRNGKey(seed + 1), tokens), tokens
+  # Jitted: op by op, init compiles each of its ops for every new config and shape.
+  return model, jax.jit(model.init)(jax.random.PRNGKey(seed + 1), tokens), tokens
 
 
 # The reference path compiles fast; the chunked one is checked against decoding in the layer test.
@@ -62,7 +63,7 @@ def test_greedy_generation_equals_the_parallel_argmax():
   # Greedy decoding is self-consistent iff every generated token is the argmax of the
   # parallel forward pass over the prompt and the tokens generated before it.
   sequence = jnp.concatenate([tokens, generated], 1)
-  logits = model.apply(params, sequence[:, :-1])
+  logits = jax.jit(model.apply)(params, sequence[:, :-1])
   np.testing.assert_array_equal(jnp.argmax(logits[:, 4:], -1), generated)
 
 
@@ -97,7 +98,7 @@ def test_bf16_compute_keeps_float32_params_and_logits():
                     logit_softcap=15.0)
   model, params, tokens = init(config)
   assert all(x.dtype == jnp.float32 for x in jax.tree.leaves(params))
-  logits = model.apply(params, tokens)
+  logits = jax.jit(model.apply)(params, tokens)
   assert logits.dtype == jnp.float32
   assert float(jnp.max(jnp.abs(logits))) <= 15.0
   assert bool(jnp.all(jnp.isfinite(logits)))
@@ -174,5 +175,5 @@ def test_the_addressing_balance_is_a_weighted_penalty_beside_unchanged_logits():
   np.testing.assert_allclose(float(penalty), 0.1 * float(metrics["addressing_balance"]),
                              rtol=1e-6)
   off = LM(dataclasses.replace(config, sdm_balance_weight=0.0))
-  _, penalty, metrics = logits_and_penalty(off, variables, tokens)
+  _, penalty, metrics = jax.jit(functools.partial(logits_and_penalty, off))(variables, tokens)
   assert float(penalty) == 0.0 and metrics == {}

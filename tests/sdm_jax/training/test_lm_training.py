@@ -77,17 +77,18 @@ def test_evaluator_bpb_with_a_token_bytes_table_is_the_hand_computed_value():
   config = LMConfig(vocab_size=64, d_model=32, num_layers=2, pattern="SA", num_heads=2,
                     window=4, max_seq_len=8)
   model = LM(config)
-  params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 8), jnp.int32))
+  params = jax.jit(model.init)(jax.random.PRNGKey(0), jnp.zeros((1, 8), jnp.int32))
   rng = np.random.default_rng(0)
   val = rng.integers(0, 50, 21).astype(np.uint16)  # 20 targets: windows of 8, 8 and 4
   table = rng.integers(0, 4, 64)  # some ids stand for no bytes
   result = lm_evaluator(model, val, batch_size=2, seq_len=8, max_tokens=None,
                         token_bytes=table)(params)
   nats = total_bytes = 0.0
+  apply = jax.jit(model.apply)  # one compile per shape, not one per op
   for start in range(0, 20, 8):
     inputs, targets = val[start:start + 8], val[start + 1:start + 9]
     inputs = inputs[:targets.size]
-    log_probs = jax.nn.log_softmax(model.apply(params, jnp.asarray(inputs[None], jnp.int32)))
+    log_probs = jax.nn.log_softmax(apply(params, jnp.asarray(inputs[None], jnp.int32)))
     picked = np.asarray(log_probs[0, np.arange(targets.size), targets], np.float64)
     nats -= picked[table[targets] > 0].sum()
     total_bytes += table[targets].sum()
@@ -103,7 +104,7 @@ def test_evaluator_by_position_buckets_of_the_window_average_to_the_overall_bpb(
   config = LMConfig(vocab_size=64, d_model=32, num_layers=2, pattern="S", num_heads=2,
                     window=4, max_seq_len=12)
   model = LM(config)
-  params = model.init(jax.random.PRNGKey(1), jnp.zeros((1, 12), jnp.int32))
+  params = jax.jit(model.init)(jax.random.PRNGKey(1), jnp.zeros((1, 12), jnp.int32))
   val = np.random.default_rng(2).integers(0, 64, 41).astype(np.int32)  # 40 targets
   result = lm_evaluator(model, val, batch_size=2, seq_len=12, max_tokens=None,
                         bucket_width=4)(params)
@@ -114,7 +115,8 @@ def test_evaluator_by_position_buckets_of_the_window_average_to_the_overall_bpb(
   mean = sum(b["val_bpb"] * b["val_bytes"] for b in buckets) / result["val_bytes"]
   assert mean == pytest.approx(result["val_bpb"], rel=1e-9)
   # The first bucket by hand: positions 0..3 of every window.
-  log_probs = [jax.nn.log_softmax(model.apply(params, jnp.asarray(val[s:s + 12][None])))
+  apply = jax.jit(model.apply)
+  log_probs = [jax.nn.log_softmax(apply(params, jnp.asarray(val[s:s + 12][None])))
                for s in range(0, 40, 12)]
   nats = -sum(float(lp[0, p, val[s + p + 1]]) for lp, s in zip(log_probs, range(0, 40, 12))
               for p in range(4))
