@@ -72,13 +72,16 @@ class KernelConfig(NamedTuple):
 
   Defaults: the fastest of 14 configs on one H200 at 65,536 rows, S = 512, k = 32 (0.62 ms
   forward; one row per program with whole-half scans, the previous default, 1.17 ms;
-  WORKSPACE.md, issue 12). Where S <= 4k `default_config` takes threshold selections.
+  WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
+  faster than "max_min" at every shape where the groups tournament is the default (S =
+  1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626). Where S <= 4k `default_config`
+  takes threshold selections.
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
   half_select: str = "groups"  # "scan" | "groups" | "threshold" (module docstring, step 1)
   group_size: int = 16        # "groups": entries per group of a half
-  pick: str = "max_min"       # "max_min" | "argmax": how a half's round finds its pick
+  pick: str = "argmax"        # "max_min" | "argmax": how a half's round finds its pick
   # How the k best candidates are chosen from the pruned pair grid (module docstring,
   # step 3): "tournament" (k rounds of max-and-mask) or "threshold" (`_thresholds`).
   final_select: str = "tournament"

@@ -23,13 +23,15 @@ IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_top
          "pallas_tpu": functools.partial(topk_pallas_tpu.product_key_topk,
                                          interpret=tpu_interpret.RACE_CHECKED)}
 COMPILED_ON_GPU = ("xla", "pallas")
-# The compiled `gpu` tests' configs: one of each kind the benchmark sweep times (WORKSPACE.md).
+# The compiled `gpu` tests' configs: one of each kind the benchmark sweep times (WORKSPACE.md);
+# the third is the default since session 35.
 GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8),
+    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min"),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=4, pick="argmax"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=2),
-    topk_pallas.KernelConfig(half_select="scan", block_rows=8, num_warps=2),
+    topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=2,
+                             pick="max_min"),
+    topk_pallas.KernelConfig(half_select="scan", block_rows=8, num_warps=2, pick="max_min"),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
 ]
@@ -114,11 +116,11 @@ def test_tpu_kernel_lowers_for_tpu(sub_keys, k):
 
 
 # Non-default GPU kernel configs (results must not depend on the config): several rows per
-# program (5 rows: not a multiple of 2 or 4), one-reduction picks, the group tournament with
-# groups smaller and larger than a half, threshold selections.
+# program (5 rows: not a multiple of 2 or 4), whole-half scans, both picks, the group
+# tournament with groups smaller and larger than a half, threshold selections.
 CONFIGS = [
-    topk_pallas.KernelConfig(block_rows=4, num_warps=4, pick="argmax"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=4),
+    topk_pallas.KernelConfig(half_select="scan", block_rows=4, num_warps=4, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=4, pick="max_min"),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax"),
     topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),

@@ -86,7 +86,7 @@ def test_tiling_specs_are_checked():
   assert sdm_benchmarks.parse_tiling("num_warps=8", 64).num_warps == 8
   topk = tiling.parse_tiling("half_select=groups;block_rows=4",
                                    topk_pallas.KernelConfig())
-  assert (topk.half_select, topk.block_rows, topk.pick) == ("groups", 4, "max_min")
+  assert (topk.half_select, topk.block_rows, topk.pick) == ("groups", 4, "argmax")
   with pytest.raises(ValueError, match="field=value"):
     tiling.parse_tiling("block_rows=four", topk_pallas.KernelConfig())
   with pytest.raises(ValueError, match="field=value"):
