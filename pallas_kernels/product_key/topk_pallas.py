@@ -23,6 +23,13 @@ along the row axis for all of them at once):
    tournament like step 1's "groups": the candidates go to working memory, each group of
    16 keeps its best untaken one, and a round reloads only the winner's group.
 
+With `lazy_tail` (the default; groups and tournament only), step 1 ranks only the first
+k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the other half,
+so those ranks need no order among themselves. Each half's rest enters step 3 as one
+candidate beside the group bests, its head (best untaken entry) plus the other half's
+best, and a final round that takes it runs that half's next round (under a `lax.cond`:
+rounds that take no tail skip it).
+
 `half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
 rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, 32
 counts in registers with no reload between them; the chosen entries are packed by a
@@ -74,8 +81,8 @@ class KernelConfig(NamedTuple):
   forward; one row per program with whole-half scans, the previous default, 1.17 ms;
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
   faster than "max_min" at every shape where the groups tournament is the default (S =
-  1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626). Where S <= 4k `default_config`
-  takes threshold selections.
+  1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), and lazy tails since session 36
+  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections.
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -85,6 +92,13 @@ class KernelConfig(NamedTuple):
   # How the k best candidates are chosen from the pruned pair grid (module docstring,
   # step 3): "tournament" (k rounds of max-and-mask) or "threshold" (`_thresholds`).
   final_select: str = "tournament"
+  # Rank only the first k // 2 entries of each half; the rest, which pair only with rank 0
+  # of the other half, enter the final tournament as one lazy candidate per half
+  # (`_Tail`). Applies where half_select="groups" and final_select="tournament" (the
+  # other selections rank every entry). On the H200 at 65,536 rows, back to back, fwd ms
+  # (session 36, mean of 4 processes at k = 32): S = 512, k = 32: 0.375 against 0.393; k =
+  # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12).
+  lazy_tail: bool = True
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -118,6 +132,17 @@ def check_config(config: KernelConfig) -> None:
                      f"{config.final_select!r}")
   if config.pick not in PICKS:
     raise ValueError(f"KernelConfig.pick must be one of {PICKS}, got {config.pick!r}")
+
+
+def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
+  """How many of each half's `per_half` best entries the kernel ranks in order: all, or
+  with `lazy_tail` (groups and tournament) those below k // 2 (a rank i >= k // 2 pairs
+  only with rank 0 of the other half: (i + 1)(j + 1) <= k leaves j = 0)."""
+  lazy = config.lazy_tail and (config.half_select, config.final_select) == ("groups",
+                                                                          "tournament")
+  if lazy and k >= 2:
+    return min(per_half, k // 2)
+  return per_half
 
 
 def ordered_key(x: jax.Array) -> jax.Array:
@@ -214,50 +239,86 @@ def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
   return _picks_by_rank(log, rows, ranks)
 
 
+class _HalfState(NamedTuple):
+  """A half's groups tournament between rounds: each group's best untaken entry and the
+  head, the best of those (the next round's pick)."""
+  best: jax.Array      # [R, G] keys (`_TAKEN`: the group is used up)
+  best_col: jax.Array  # [R, G] their indices in the half
+  top: jax.Array       # [R, 1] the head's key (`_TAKEN` once every entry is taken)
+  pick_col: jax.Array  # [R, 1] the head's index in the half
+
+
+class _Groups(NamedTuple):
+  """The groups tournament over a half of `sub_keys` entries at column `offset` of the
+  scores (module docstring, step 1, "groups")."""
+  scores_ref: jax.Array
+  rows: _Rows
+  offset: int
+  sub_keys: int
+  group_size: int
+  pick: str
+
+  @property
+  def size(self) -> int:
+    return min(self.group_size, next_power_of_two(self.sub_keys))
+
+  def _group_lanes(self):
+    groups = next_power_of_two(self.sub_keys) // self.size
+    return jnp.arange(groups, dtype=jnp.int32)[None, :]  # [1, G]
+
+  def start(self) -> _HalfState:
+    """Every group's best entry (ties: its first) and the head."""
+    group_lanes, in_group = self._group_lanes(), jnp.arange(self.size, dtype=jnp.int32)
+    tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
+                 self.offset, group_lanes[:, :, None] * self.size + in_group,
+                 self.sub_keys)                                       # [R, G, g]
+    best = jnp.max(tile, axis=2)                                       # [R, G]
+    best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
+    return self._with_head(best, group_lanes * self.size + best_col)
+
+  def _with_head(self, best, best_col) -> _HalfState:
+    top = jnp.max(best, axis=1, keepdims=True)                         # [R, 1]
+    # Groups hold increasing indices: the lowest index among equal group bests.
+    pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
+    return _HalfState(best, best_col, top, pick_col)
+
+  def take(self, state: _HalfState) -> _HalfState:
+    """Takes the head: reloads (from memory) only its group to find that group's next
+    best, and finds the new head."""
+    in_group = jnp.arange(self.size, dtype=jnp.int32)
+    group = state.pick_col // self.size                                # [R, 1]
+    cols = group * self.size + in_group                                # [R, g]
+    keys = _keys(self.scores_ref, self.rows, self.offset, cols, self.sub_keys)
+    # Entries of the group after the pick in (key desc, index asc) order are untaken:
+    # every earlier one was taken in an earlier round.
+    keys = jnp.where((keys < state.top) | ((keys == state.top) & (cols > state.pick_col)),
+                     keys, _TAKEN)
+    new_best = jnp.max(keys, axis=1, keepdims=True)
+    new_col = group * self.size + _first_max_lane(keys, self.pick)[:, None]
+    won = self._group_lanes() == group
+    return self._with_head(jnp.where(won, new_best, state.best),
+                           jnp.where(won, new_col, state.best_col))
+
+
 def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: int,
                    rounds: int, pick: str, group_size: int):
   """`_scan_half`'s result for both halves (offsets 0 and S; ranks and logs per half) by a
   tournament over groups of `group_size` consecutive entries (module docstring, step 1,
-  "groups"). One loop runs both halves' rounds: two independent chains per iteration, so
-  each one's reductions and reload overlap the other's (two loops, one per half, were
-  17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
-  half_block = next_power_of_two(sub_keys)
-  size = min(group_size, half_block)
-  groups = half_block // size
-  group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]       # [1, G]
-  in_group = jnp.arange(size, dtype=jnp.int32)                      # [g]
+  "groups"), and each half's `_Groups` and state after the rounds (its head: the pick of
+  round `rounds`). One loop runs both halves' rounds: two independent chains per
+  iteration, so each one's reductions and reload overlap the other's (two loops, one per
+  half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
+  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick)
+                 for offset in (0, sub_keys))
 
-  def group_bests(offset):
-    tile = _keys(scores_ref, rows._replace(load=rows.load[:, :, None]), offset,
-                 group_lanes[:, :, None] * size + in_group, sub_keys)  # [R, G, g]
-    best = jnp.max(tile, axis=2)                                       # [R, G]
-    best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
-    return best, group_lanes * size + best_col  # ties of a group: its first entry
+  def round_(r, states):
+    for log, state in zip(logs, states):
+      _log_pick(log, rows, r, state.pick_col)
+    return tuple(half.take(state) for half, state in zip(halves, states))
 
-  def half_round(r, offset, log, best, best_col):
-    top = jnp.max(best, axis=1, keepdims=True)                       # [R, 1]
-    # Groups hold increasing indices: the lowest index among equal group bests.
-    pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
-    _log_pick(log, rows, r, pick_col)
-    group = pick_col // size                                         # [R, 1]
-    cols = group * size + in_group                                   # [R, g]
-    keys = _keys(scores_ref, rows, offset, cols, sub_keys)
-    # Entries of the group after the pick in (key desc, index asc) order are untaken:
-    # every earlier one was taken in an earlier round.
-    keys = jnp.where((keys < top) | ((keys == top) & (cols > pick_col)), keys, _TAKEN)
-    new_best = jnp.max(keys, axis=1, keepdims=True)
-    new_col = group * size + _first_max_lane(keys, pick)[:, None]
-    won = group_lanes == group
-    return jnp.where(won, new_best, best), jnp.where(won, new_col, best_col)
-
-  offsets = (0, sub_keys)
-
-  def round_(r, halves):  # halves: per half (best, best_col)
-    return tuple(half_round(r, offset, log, *half)
-                 for offset, log, half in zip(offsets, logs, halves))
-
-  lax.fori_loop(0, rounds, round_, tuple(group_bests(offset) for offset in offsets))
-  return tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
+  states = lax.fori_loop(0, rounds, round_, tuple(half.start() for half in halves))
+  picks = tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
+  return picks, halves, states
 
 
 # Candidates per group of the final selection's tournament.
@@ -266,8 +327,56 @@ _CANDIDATE_GROUP = 16
 _PACKED_ID_BITS = 31
 
 
+class _Tail(NamedTuple):
+  """A half's ranks from k // 2 on as one lazy candidate of the final tournament
+  (`KernelConfig.lazy_tail`). Those ranks pair only with rank 0 of the other half (their
+  (i + 1)(j + 1) <= k leaves j = 0), so they need no ranking among themselves: the
+  candidate is the half's head (its best untaken entry) plus the partner, and only a
+  round that takes it runs the half's next round (`_Groups.take`)."""
+  half: _Groups
+  partner_value: jax.Array  # [R, 1] float32: the other half's best score
+  partner_col: jax.Array    # [R, 1] its index in that half
+
+  @staticmethod
+  def partnered(half: _Groups, other: _Groups, other_log: _PickLog) -> "_Tail":
+    """The tail of `half`, partnered with the other half's rank 0 (from its pick log)."""
+    rows = half.rows
+    col = pltriton.load(other_log.scratch.at[rows.load, other_log.half,
+                                             jnp.zeros_like(rows.load)])
+    return _Tail(half, _load_scores(other.scores_ref, rows, other.offset + col,
+                                    2 * half.sub_keys), col)
+
+  def candidate(self, state: _HalfState):
+    """(key, slot) [R, 1] of the head's pair (`_TAKEN`, `_NO_ID` once the half is used
+    up), from the same float32 values as the other candidates' sums."""
+    half = self.half
+    value = _load_scores(half.scores_ref, half.rows, half.offset + state.pick_col,
+                         2 * half.sub_keys)
+    used_up = state.top == _TAKEN
+    pair = ((state.pick_col, self.partner_col) if half.offset == 0  # the first half
+            else (self.partner_col, state.pick_col))
+    return (jnp.where(used_up, _TAKEN, ordered_key(value + self.partner_value)),
+            jnp.where(used_up, _NO_ID, pair[0] * half.sub_keys + pair[1]))
+
+
+def _advance_tail(tail: _Tail, head, took):
+  """head: (state, key, slot) of the tail; its next for the rows that took it (`took`
+  [R, 1]) and the same for the others. The half's round runs only if some row took it.
+
+  (Writing the new head into a group of its own in the tournament's memory instead, so
+  the round's reload found it, halved pip Triton's instructions per common round but was
+  no faster than no tails on the H200, where this form is 4-16% faster: WORKSPACE.md,
+  issue 12, session 36.)"""
+  def run(head):
+    state = tail.half.take(head[0])
+    return jax.tree.map(lambda new, old: jnp.where(took, new, old),
+                        (state, *tail.candidate(state)), head)
+
+  return lax.cond(jnp.max(took.astype(jnp.int32)) > 0, run, lambda head: head, head)
+
+
 def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, sub_keys: int,
-            interpret: bool):
+            interpret: bool, tails: tuple = ()):
   """k rounds over the candidates (module docstring, step 3) as a tournament: per part
   keys [R, P] and slots [R, P] (distinct where the key is not _TAKEN; lanes from
   `starts`) are stored to candidates_ref [rows, 2, T] (keys, slots); each group of
@@ -275,6 +384,9 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   among equal keys); a round takes the best of the group bests, stores it at lane r of
   idx_ref and reloads only its group. (Masking and reducing over all T candidates each
   round, the first way, was 207 of a program's 381 loop instructions at S = 128, k = 64.)
+  tails: per half, a `_Tail` and its state, lazy candidates beside the group bests; a
+  round that takes one advances that half for the program's rows (the rows that took
+  it keep the result) under a `lax.cond`, so rounds that take none skip its work.
 
   Where slot and lane fit in 31 bits together, a candidate's slot is stored as
   slot << lane_bits | lane: the same order among distinct slots, so the round's min over
@@ -311,16 +423,24 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   best_slot = jnp.min(jnp.where(tile_keys == best[:, :, None], tile_slots, _NO_ID), axis=2)
 
   def round_(r, carry):
-    best, best_slot = carry
+    best, best_slot, tail_carry = carry
     top = jnp.max(best, axis=1, keepdims=True)                      # [R, 1]
     pick = jnp.min(jnp.where(best == top, best_slot, _NO_ID), axis=1, keepdims=True)
+    pick_slot = jnp.right_shift(pick, lane_bits) if with_lane else pick
+    taken_top, taken_slot = top, pick_slot
+    for _, key, slot in tail_carry:  # the best of the group bests and the tails' heads
+      taken_slot = jnp.where(key > taken_top, slot, jnp.where(
+          key == taken_top, jnp.minimum(slot, taken_slot), taken_slot))
+      taken_top = jnp.maximum(key, taken_top)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
-                   jnp.right_shift(pick, lane_bits) if with_lane else pick, mask=live)
+                   taken_slot, mask=live)
     if with_lane:
       group = (pick & ((1 << lane_bits) - 1)) // size
     else:
       group = jnp.min(jnp.where(best_slot == pick, group_lanes, groups), axis=1,
                       keepdims=True)                                 # slots are distinct
+    if tails:  # rows that took a tail's head reload no group (lanes past the last)
+      group = jnp.where((top == taken_top) & (pick_slot == taken_slot), group, groups)
     group_keys, group_slots = load_group(rows.load, group * size + in_group)  # [R, g]
     # The group's members after the pick in (key desc, slot asc) order are untaken:
     # every earlier one was taken in an earlier round.
@@ -330,9 +450,14 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     new_slot = jnp.min(jnp.where(group_keys == new_best, group_slots, _NO_ID), axis=1,
                        keepdims=True)
     won = group_lanes == group
-    return jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot)
+    tail_carry = tuple(_advance_tail(tail, head, (head[1] == taken_top)
+                                     & (head[2] == taken_slot))
+                       for (tail, _), head in zip(tails, tail_carry))
+    return (jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot),
+            tail_carry)
 
-  lax.fori_loop(0, k, round_, (best, best_slot))
+  tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
+  lax.fori_loop(0, k, round_, (best, best_slot, tail_carry))
   platform.triton_barrier(interpret)
 
 
@@ -483,10 +608,11 @@ def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...]
 
 
 def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, num_rows: int,
-            sub_keys: int, k: int, per_half: int, parts: tuple[int, ...],
+            sub_keys: int, k: int, per_half: int, ranked: int, parts: tuple[int, ...],
             config: KernelConfig, interpret: bool):
   """ranks [2, sum(parts)] int32: the candidates' ranks in the first and second half
-  (-1 = padding), part after part; work_refs: `_working_memory`, named by work_names."""
+  (-1 = padding), part after part; work_refs: `_working_memory`, named by work_names;
+  ranked: the ranks per half selected in order (< per_half: the rest as `_Tail`s)."""
   work = dict(zip(work_names, work_refs))
   picks_ref = work["picks"]
   block_rows = config.block_rows
@@ -500,10 +626,16 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
       for half in (0, 1))  # per part [1, P]
 
   logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
+  width = 2 * sub_keys
+  tails = ()
   if config.half_select == "groups":
-    first_idx, second_idx = _groups_halves(
+    (first_idx, second_idx), halves, states = _groups_halves(
         scores_ref, rows, (first_rank, second_rank), logs, sub_keys=sub_keys,
-        rounds=per_half, pick=config.pick, group_size=config.group_size)
+        rounds=ranked, pick=config.pick, group_size=config.group_size)
+    if ranked < per_half:  # the later ranks as lazy tails
+      tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
+                    for i, (half, other, state) in enumerate(zip(halves, halves[::-1],
+                                                                 states)))
   elif config.half_select == "threshold":
     first_idx, second_idx = _threshold_halves(
         scores_ref, rows, (first_rank, second_rank), logs, work["work"], sub_keys=sub_keys,
@@ -513,7 +645,6 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                              rounds=per_half, pick=config.pick)
     first_idx = half(0, first_rank, logs[0])  # [R, P] per part
     second_idx = half(sub_keys, second_rank, logs[1])
-  width = 2 * sub_keys
   keys, slots = [], []
   for first, second, rank in zip(first_idx, second_idx, first_rank):
     sums = (_load_scores(scores_ref, rows, first, width)
@@ -523,7 +654,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   if config.final_select == "threshold":
     _select_by_threshold(keys, slots, rows, work["work"], idx_ref, k, sub_keys, interpret)
   else:
-    _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys, interpret)
+    _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys, interpret,
+            tails)
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   stored = live & (out_lanes < k)
   out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
@@ -542,14 +674,16 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   per_half = min(k, sub_keys)
   rows = scores.reshape(-1, width)
   num_rows = rows.shape[0]
+  ranked = ranked_per_half(k, per_half, config)
   pairs = candidate_pairs(k, per_half)
+  pairs = pairs[(pairs < ranked).all(axis=1)]  # the rest: the tails (`_Tail`)
   parts = candidate_parts(len(pairs))
   ranks = np.full((2, sum(parts)), -1, np.int32)
   ranks[:, :len(pairs)] = pairs.T
   memory = _working_memory(num_rows, k, per_half, parts, config)
   kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
-                             sub_keys=sub_keys, k=k, per_half=per_half, parts=parts,
-                             config=config, interpret=interpret)
+                             sub_keys=sub_keys, k=k, per_half=per_half, ranked=ranked,
+                             parts=parts, config=config, interpret=interpret)
   idx, logits, *_ = pl.pallas_call(
       kernel,
       name="product_key_topk_kernel",  # names the kernel in profiles

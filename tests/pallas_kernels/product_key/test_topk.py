@@ -24,16 +24,19 @@ IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_top
                                          interpret=tpu_interpret.RACE_CHECKED)}
 COMPILED_ON_GPU = ("xla", "pallas")
 # The compiled `gpu` tests' configs: one of each kind the benchmark sweep times (WORKSPACE.md);
-# the third is the default since session 35.
+# the third was the default in session 35, the last is since session 36 (lazy tails).
 GPU_CONFIGS = [
-    topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=4, pick="argmax"),
+    topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax", lazy_tail=False),
+    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min",
+                             lazy_tail=False),
+    topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=4, pick="argmax",
+                             lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=32, block_rows=16, num_warps=2,
-                             pick="max_min"),
+                             pick="max_min", lazy_tail=False),
     topk_pallas.KernelConfig(half_select="scan", block_rows=8, num_warps=2, pick="max_min"),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
+    topk_pallas.KernelConfig(),
 ]
 
 
@@ -117,12 +120,19 @@ def test_tpu_kernel_lowers_for_tpu(sub_keys, k):
 
 # Non-default GPU kernel configs (results must not depend on the config): several rows per
 # program (5 rows: not a multiple of 2 or 4), whole-half scans, both picks, the group
-# tournament with groups smaller and larger than a half, threshold selections.
+# tournament with groups smaller and larger than a half, with and without lazy tails,
+# threshold selections.
 CONFIGS = [
     topk_pallas.KernelConfig(half_select="scan", block_rows=4, num_warps=4, pick="argmax"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=4, pick="max_min"),
-    topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=4, pick="max_min",
+                             lazy_tail=False),
+    topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax",
+                             lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
+    # Lazy tails (the default): one row and several; groups of 4, far fewer than a half's
+    # ranks.
+    topk_pallas.KernelConfig(block_rows=1),
+    topk_pallas.KernelConfig(group_size=4, block_rows=4, pick="max_min"),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
 ]
@@ -139,14 +149,18 @@ def test_kernel_configs_match_brute_force(config, sub_keys, k):
     assert_matches_brute_force(idx, logits, scores, k)
 
 
+@pytest.mark.parametrize("lazy_tail", [False, True])
 @pytest.mark.parametrize("packed_id_bits", [31, 0])
-def test_tournament_with_and_without_lanes_packed_into_slots(packed_id_bits, monkeypatch):
+def test_tournament_with_and_without_lanes_packed_into_slots(packed_id_bits, lazy_tail,
+                                                             monkeypatch):
   """The final tournament finds a round's winning group from the pick itself where slot and
   lane fit in 31 bits (every shape here), else by a reduction over the groups: 0 bits
-  forces that path. Tied rows (random_scores' rows 0 and 1) decide by the lowest slot."""
+  forces that path. Tied rows (random_scores' rows 0 and 1) decide by the lowest slot,
+  lazy tails' heads against the group bests too."""
   monkeypatch.setattr(topk_pallas, "_PACKED_ID_BITS", packed_id_bits)
   jax.clear_caches()  # traces of the same shapes from other tests took the other path
-  config = topk_pallas.KernelConfig(block_rows=2)  # groups and the tournament
+  # groups and the tournament
+  config = topk_pallas.KernelConfig(block_rows=2, lazy_tail=lazy_tail)
   for sub_keys, k in [(6, 11), (32, 64), (512, 32)]:
     scores = random_scores(sub_keys + k + 1, sub_keys, jnp.float32, rows=5)
     topk = functools.partial(topk_pallas.product_key_topk, k=k, config=config)
@@ -212,6 +226,19 @@ def test_kernel_config_is_checked(field, value):
   with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
     topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
                                  config=topk_pallas.KernelConfig()._replace(**{field: value}))
+
+
+def test_lazy_tails_rank_half_of_k_in_the_groups_tournament_only():
+  """Ranks i >= k // 2 pair only with the other half's rank 0: the groups tournament (the
+  default) ranks the first k // 2 of min(k, S) per half, every other selection all."""
+  ranked = topk_pallas.ranked_per_half
+  config = topk_pallas.KernelConfig()
+  assert config.lazy_tail and config.half_select == "groups"
+  assert [ranked(k, min(k, s), config) for s, k in [(512, 32), (512, 64), (6, 11), (4, 16),
+                                                     (32, 1)]] == [16, 32, 5, 4, 1]
+  for other in (config._replace(lazy_tail=False), config._replace(half_select="scan"),
+                config._replace(final_select="threshold"), THRESHOLD):
+    assert ranked(32, 32, other) == 32
 
 
 def test_default_config_thresholds_halves_of_at_most_four_k():
