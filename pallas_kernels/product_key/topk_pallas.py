@@ -365,8 +365,8 @@ def _advance_tail(tail: _Tail, head, took):
 
   (Writing the new head into a group of its own in the tournament's memory instead, so
   the round's reload found it, halved pip Triton's instructions per common round but was
-  no faster than no tails on the H200, where this form is 4-16% faster: WORKSPACE.md,
-  issue 12, session 36.)"""
+  no faster than no tails on the H200, where this form is 1-6% faster at k = 32 and
+  10-16% at k = 64: WORKSPACE.md, issue 12, session 36.)"""
   def run(head):
     state = tail.half.take(head[0])
     return jax.tree.map(lambda new, old: jnp.where(took, new, old),
