@@ -25,10 +25,10 @@ along the row axis for all of them at once):
 
 With `lazy_tail` (the default; groups and tournament only), step 1 ranks only the first
 k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the other half,
-so those ranks need no order among themselves. Each half's rest enters step 3 as one
-candidate beside the group bests, its head (best untaken entry) plus the other half's
-best, and a final round that takes it runs that half's next round (under a `lax.cond`:
-rounds that take no tail skip it).
+so those ranks need no order among themselves. Each half's rest enters step 3 as one lazy
+candidate, its head (best untaken entry) plus the other half's best: a final round
+compares the better of the two heads with the group bests' winner, and a round that takes
+it runs that half's next round (under a `lax.cond`: rounds that take no tail skip it).
 
 `half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
 rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, 32
@@ -149,12 +149,14 @@ def ordered_key(x: jax.Array) -> jax.Array:
   """float32 -> int32 with the same order (-0.0 and +0.0 one key); not for NaN.
 
   A non-negative float's bits already order as int32. A negative float's bits order
-  backwards below zero, so flip all but its sign bit: x < y <=> key(x) < key(y). The bits
-  of -0.0 are made +0.0's first (the contract counts them equal); on the bits, not by
-  `x == 0`, which a backend that treats subnormals as zero would also take for zero."""
+  backwards below zero, so flip all but its sign bit, then add one: x < y <=> key(x) <
+  key(y), and -0.0 (int32's minimum, flipped to -1) lands on +0.0's key, 0, as the contract
+  counts them equal. On the bits, not by `x == 0`, which a backend that treats subnormals
+  as zero would also take for zero; three integer operations per entry (a shift, a fused
+  and-xor, a subtraction) where a compare and select for -0.0 made it five."""
   bits = lax.bitcast_convert_type(x, jnp.int32)
-  bits = jnp.where(bits == _TAKEN, 0, bits)  # -0.0's bits are int32's minimum
-  return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+  negative = bits >> 31  # -1 for a negative float, else 0
+  return (bits ^ (negative & 0x7FFFFFFF)) - negative
 
 
 def candidate_parts(count: int) -> tuple[int, ...]:
@@ -173,8 +175,11 @@ class _Rows(NamedTuple):
   store: jax.Array
 
 
-def _load_scores(scores_ref, rows: _Rows, cols, width: int):
-  """float32 scores at columns `cols` (broadcast against the rows); -inf past `width`."""
+def _load_scores(scores_ref, rows: _Rows, cols, width: int | None):
+  """float32 scores at columns `cols` (broadcast against the rows); -inf past `width`
+  (None: every column is inside, no mask)."""
+  if width is None:
+    return pltriton.load(scores_ref.at[rows.load, cols]).astype(jnp.float32)
   inside = jnp.broadcast_to(cols < width, jnp.broadcast_shapes(rows.load.shape, cols.shape))
   values = pltriton.load(scores_ref.at[rows.load, cols], mask=inside, other=0)
   return jnp.where(inside, values.astype(jnp.float32), -jnp.inf)
@@ -262,12 +267,33 @@ class _Groups(NamedTuple):
   def size(self) -> int:
     return min(self.group_size, next_power_of_two(self.sub_keys))
 
+  @property
+  def size_bits(self) -> int:
+    return self.size.bit_length() - 1
+
+  @property
+  def padded(self) -> bool:
+    """Whether the half's lanes (a power of two) run past its S entries; if not, no load
+    or key needs a mask."""
+    return next_power_of_two(self.sub_keys) != self.sub_keys
+
   def _group_lanes(self):
     groups = next_power_of_two(self.sub_keys) // self.size
     return jnp.arange(groups, dtype=jnp.int32)[None, :]  # [1, G]
 
+  def keys_at(self, rows: _Rows, cols):
+    """Keys of the half's entries `cols` (broadcast against the rows; padding: taken)."""
+    if self.padded:
+      return _keys(self.scores_ref, rows, self.offset, cols, self.sub_keys)
+    return ordered_key(_load_scores(self.scores_ref, rows, self.offset + cols, None))
+
   def start(self) -> _HalfState:
-    """Every group's best entry (ties: its first) and the head."""
+    """Every group's best entry (ties: its first) and the head.
+
+    (Finding the group bests on the float scores instead, with keys made of those alone,
+    and `keys_at`'s loads without masks: 15% slower at S = 1,024, k = 64 on the H200 and no
+    faster at S = 512, k = 32, though S = 1,024, k = 32 took 0.511 ms against 0.561 in
+    another call: WORKSPACE.md, issue 12, session 37.)"""
     group_lanes, in_group = self._group_lanes(), jnp.arange(self.size, dtype=jnp.int32)
     tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
                  self.offset, group_lanes[:, :, None] * self.size + in_group,
@@ -282,13 +308,16 @@ class _Groups(NamedTuple):
     pick_col = jnp.min(jnp.where(best == top, best_col, _NO_ID), axis=1)[:, None]
     return _HalfState(best, best_col, top, pick_col)
 
-  def take(self, state: _HalfState) -> _HalfState:
+  def take(self, state: _HalfState, rows_taking=None) -> _HalfState:
     """Takes the head: reloads (from memory) only its group to find that group's next
-    best, and finds the new head."""
+    best, and finds the new head. rows_taking: [R, 1] the rows that take it (None: all);
+    the others' state comes back the same (their group bests are kept, and the head is
+    found again from them)."""
     in_group = jnp.arange(self.size, dtype=jnp.int32)
-    group = state.pick_col // self.size                                # [R, 1]
+    # A shift, not `//`: int32 floor division by a constant costs a sign fix-up per round.
+    group = jnp.right_shift(state.pick_col, self.size_bits)           # [R, 1]
     cols = group * self.size + in_group                                # [R, g]
-    keys = _keys(self.scores_ref, self.rows, self.offset, cols, self.sub_keys)
+    keys = self.keys_at(self.rows, cols)
     # Entries of the group after the pick in (key desc, index asc) order are untaken:
     # every earlier one was taken in an earlier round.
     keys = jnp.where((keys < state.top) | ((keys == state.top) & (cols > state.pick_col)),
@@ -296,6 +325,8 @@ class _Groups(NamedTuple):
     new_best = jnp.max(keys, axis=1, keepdims=True)
     new_col = group * self.size + _first_max_lane(keys, self.pick)[:, None]
     won = self._group_lanes() == group
+    if rows_taking is not None:
+      won = won & rows_taking
     return self._with_head(jnp.where(won, new_best, state.best),
                            jnp.where(won, new_col, state.best_col))
 
@@ -359,6 +390,12 @@ class _Tail(NamedTuple):
             jnp.where(used_up, _NO_ID, pair[0] * half.sub_keys + pair[1]))
 
 
+def _beats(key, slot, other_key, other_slot):
+  """Whether (key, slot) ranks before (other_key, other_slot): the larger key, the lower
+  slot among equal keys."""
+  return (key > other_key) | ((key == other_key) & (slot < other_slot))
+
+
 def _advance_tail(tail: _Tail, head, took):
   """head: (state, key, slot) of the tail; its next for the rows that took it (`took`
   [R, 1]) and the same for the others. The half's round runs only if some row took it.
@@ -366,13 +403,31 @@ def _advance_tail(tail: _Tail, head, took):
   (Writing the new head into a group of its own in the tournament's memory instead, so
   the round's reload found it, halved pip Triton's instructions per common round but was
   no faster than no tails on the H200, where this form is 1-6% faster at k = 32 and
-  10-16% at k = 64: WORKSPACE.md, issue 12, session 36.)"""
+  10-16% at k = 64: WORKSPACE.md, issue 12, session 36. Running the tournament over the
+  other candidates alone, then each tail's heads while they could still enter the top k
+  and a merge of the three sorted lists, was 27% slower at S = 512, k = 32: session 37.)"""
   def run(head):
-    state = tail.half.take(head[0])
-    return jax.tree.map(lambda new, old: jnp.where(took, new, old),
-                        (state, *tail.candidate(state)), head)
+    state = tail.half.take(head[0], rows_taking=took)
+    return (state, *tail.candidate(state))
 
-  return lax.cond(jnp.max(took.astype(jnp.int32)) > 0, run, lambda head: head, head)
+  return lax.cond(_any_row(took), run, lambda head: head, head)
+
+
+def _any_row(flags) -> jax.Array:
+  """flags [R, 1] bool -> whether any row's is set (a scalar, the same for the program)."""
+  return jnp.max(flags.astype(jnp.int32)) > 0
+
+
+def _best_tail(tail_carry):
+  """(key, slot, which) [R, 1] of the best of the tails' heads (`_beats`; which: its
+  index in tail_carry)."""
+  _, key, slot = tail_carry[0]
+  which = jnp.zeros(key.shape, jnp.int32)
+  for i, (_, other_key, other_slot) in enumerate(tail_carry[1:], start=1):
+    better = _beats(other_key, other_slot, key, slot)
+    key, slot = jnp.where(better, other_key, key), jnp.where(better, other_slot, slot)
+    which = jnp.where(better, i, which)
+  return key, slot, which
 
 
 def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, sub_keys: int,
@@ -384,9 +439,11 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   among equal keys); a round takes the best of the group bests, stores it at lane r of
   idx_ref and reloads only its group. (Masking and reducing over all T candidates each
   round, the first way, was 207 of a program's 381 loop instructions at S = 128, k = 64.)
-  tails: per half, a `_Tail` and its state, lazy candidates beside the group bests; a
-  round that takes one advances that half for the program's rows (the rows that took
-  it keep the result) under a `lax.cond`, so rounds that take none skip its work.
+  tails: per half, a `_Tail` and its state, lazy candidates beside the group bests. A
+  round compares the group bests' winner with the best of the tails' heads only (kept
+  beside them, `_best_tail`), and one `lax.cond` on whether any row took it advances the
+  tail it came from for those rows (`_advance_tail`), so rounds that take none skip
+  that work after one compare and one reduction over the rows.
 
   Where slot and lane fit in 31 bits together, a candidate's slot is stored as
   slot << lane_bits | lane: the same order among distinct slots, so the round's min over
@@ -410,10 +467,13 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]        # [1, G]
   in_group = jnp.arange(size, dtype=jnp.int32)
 
-  def load_group(load_rows, lanes):
+  def load_group(load_rows, lanes, masked=True):
+    at = jnp.minimum(lanes, total - 1)
+    if not masked:
+      return (pltriton.load(candidates_ref.at[load_rows, 0, at]),
+              pltriton.load(candidates_ref.at[load_rows, 1, at]))
     inside = jnp.broadcast_to(lanes < total, jnp.broadcast_shapes(load_rows.shape,
                                                                    lanes.shape))
-    at = jnp.minimum(lanes, total - 1)
     return (pltriton.load(candidates_ref.at[load_rows, 0, at], mask=inside, other=_TAKEN),
             pltriton.load(candidates_ref.at[load_rows, 1, at], mask=inside, other=_NO_ID))
 
@@ -423,25 +483,26 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   best_slot = jnp.min(jnp.where(tile_keys == best[:, :, None], tile_slots, _NO_ID), axis=2)
 
   def round_(r, carry):
-    best, best_slot, tail_carry = carry
+    best, best_slot, tail_carry, tail_head = carry
     top = jnp.max(best, axis=1, keepdims=True)                      # [R, 1]
     pick = jnp.min(jnp.where(best == top, best_slot, _NO_ID), axis=1, keepdims=True)
     pick_slot = jnp.right_shift(pick, lane_bits) if with_lane else pick
-    taken_top, taken_slot = top, pick_slot
-    for _, key, slot in tail_carry:  # the best of the group bests and the tails' heads
-      taken_slot = jnp.where(key > taken_top, slot, jnp.where(
-          key == taken_top, jnp.minimum(slot, taken_slot), taken_slot))
-      taken_top = jnp.maximum(key, taken_top)
+    taken_slot = pick_slot
+    if tails:  # the best of the group bests and of the tails' heads
+      tail_key, tail_slot, tail_which = tail_head
+      took_tail = _beats(tail_key, tail_slot, top, pick_slot)
+      taken_slot = jnp.where(took_tail, tail_slot, pick_slot)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
     if with_lane:
-      group = (pick & ((1 << lane_bits) - 1)) // size
+      group = jnp.right_shift(pick & ((1 << lane_bits) - 1), size.bit_length() - 1)
     else:
       group = jnp.min(jnp.where(best_slot == pick, group_lanes, groups), axis=1,
                       keepdims=True)                                 # slots are distinct
-    if tails:  # rows that took a tail's head reload no group (lanes past the last)
-      group = jnp.where((top == taken_top) & (pick_slot == taken_slot), group, groups)
-    group_keys, group_slots = load_group(rows.load, group * size + in_group)  # [R, g]
+    # The winner's group, in bounds (once every candidate is taken, the pick is _NO_ID and
+    # top _TAKEN, so nothing loaded counts as untaken below).
+    group_keys, group_slots = load_group(rows.load, group * size + in_group,
+                                         masked=False)                # [R, g]
     # The group's members after the pick in (key desc, slot asc) order are untaken:
     # every earlier one was taken in an earlier round.
     untaken = (group_keys < top) | ((group_keys == top) & (group_slots > pick))
@@ -450,14 +511,23 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     new_slot = jnp.min(jnp.where(group_keys == new_best, group_slots, _NO_ID), axis=1,
                        keepdims=True)
     won = group_lanes == group
-    tail_carry = tuple(_advance_tail(tail, head, (head[1] == taken_top)
-                                     & (head[2] == taken_slot))
-                       for (tail, _), head in zip(tails, tail_carry))
+    if tails:  # rows that took a tail's head keep their group bests
+      won = won & ~took_tail
+
+      def advance(tails_now):
+        tail_carry, _ = tails_now
+        tail_carry = tuple(_advance_tail(tail, head, took_tail & (tail_which == i))
+                           for i, ((tail, _), head) in enumerate(zip(tails, tail_carry)))
+        return tail_carry, _best_tail(tail_carry)
+
+      tail_carry, tail_head = lax.cond(_any_row(took_tail), advance, lambda x: x,
+                                       (tail_carry, tail_head))
     return (jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot),
-            tail_carry)
+            tail_carry, tail_head)
 
   tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
-  lax.fori_loop(0, k, round_, (best, best_slot, tail_carry))
+  tail_head = _best_tail(tail_carry) if tails else ()
+  lax.fori_loop(0, k, round_, (best, best_slot, tail_carry, tail_head))
   platform.triton_barrier(interpret)
 
 

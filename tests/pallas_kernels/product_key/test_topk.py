@@ -40,6 +40,13 @@ GPU_CONFIGS = [
 ]
 
 
+def config_id(config: topk_pallas.KernelConfig) -> str:
+  """A test id usable in `pytest -k`: the fields that differ from the default config."""
+  default = topk_pallas.KernelConfig()
+  return "_".join(f"{field}-{value}" for field, value in config._asdict().items()
+                  if value != getattr(default, field)) or "default"
+
+
 def brute_force(scores: np.ndarray, k: int):
   """(ids, sums) of the k largest float32 sums over all S^2 slots, lowest id first on ties."""
   s = scores.shape[-1] // 2
@@ -273,7 +280,7 @@ def test_compiled_tpu_kernel_matches_brute_force(sub_keys, k):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", GPU_CONFIGS, ids=str)
+@pytest.mark.parametrize("config", GPU_CONFIGS, ids=config_id)
 @pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (128, 64)])
 def test_compiled_kernel_configs_match_brute_force(config, sub_keys, k):
   """On the GPU: each kind of config compiled (259 rows: not a multiple of block_rows)."""
