@@ -82,7 +82,8 @@ class KernelConfig(NamedTuple):
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
   faster than "max_min" at every shape where the groups tournament is the default (S =
   1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), and lazy tails since session 36
-  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections.
+  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections, and 2 rows per
+  program from k = 64 on (`TWO_ROWS_MIN_K`).
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -110,12 +111,20 @@ class KernelConfig(NamedTuple):
 # 0.51; S = 512, k = 32: 0.91 / 0.64 (k = 64: 1.32 / 1.37-1.39 forward, slower back to back
 # and with the backward: a tie); S = 1,024, k = 32 and 64: 1.65 / 0.93 and 2.26 / 1.63.
 THRESHOLD_MAX_SUB_KEYS_PER_K = 4
+# From this k on the groups tournament takes 2 rows per program, not 4. On the H200 at
+# 65,536 rows, back to back, fwd ms (default against block_rows=2, two processes; WORKSPACE.md,
+# issue 12, session 37): S = 512, k = 64: 0.831 / 0.770 and 0.829 / 0.775; S = 1,024, k = 64:
+# 1.016 / 0.979 and 1.014 / 0.981. At k = 32, 2 rows were the slower (S = 512: 0.436
+# against 0.411, session 35). Untimed between 32 and 64, and above 64.
+TWO_ROWS_MIN_K = 64
 
 
 def default_config(sub_keys: int, k: int) -> KernelConfig:
   """The tiling `product_key_topk` takes for S = sub_keys and k when given none."""
   if sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
     return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
+  if k >= TWO_ROWS_MIN_K:
+    return KernelConfig(block_rows=2)
   return KernelConfig()
 
 
@@ -799,5 +808,5 @@ def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None =
 
 
 __all__ = ["FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS_PER_K",
-           "candidate_parts", "check_config", "default_config", "ordered_key",
+           "TWO_ROWS_MIN_K", "candidate_parts", "check_config", "default_config", "ordered_key",
            "product_key_topk"]

@@ -24,7 +24,8 @@ IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_top
                                          interpret=tpu_interpret.RACE_CHECKED)}
 COMPILED_ON_GPU = ("xla", "pallas")
 # The compiled `gpu` tests' configs: one of each kind the benchmark sweep times (WORKSPACE.md);
-# the third was the default in session 35, the last is since session 36 (lazy tails).
+# the third was the default in session 35, the default (lazy tails) is since session 36, and
+# the last is the default's tiling where k >= 64 since session 37.
 GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax", lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min",
@@ -37,6 +38,7 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
     topk_pallas.KernelConfig(),
+    topk_pallas.KernelConfig(block_rows=2),
 ]
 
 
@@ -254,8 +256,11 @@ def test_default_config_thresholds_halves_of_at_most_four_k():
     assert sub_keys <= per_k * k
     config = topk_pallas.default_config(sub_keys, k)
     assert (config.half_select, config.final_select) == ("threshold", "threshold")
-  for sub_keys, k in [(512, 32), (256, 32), (1024, 64)]:
+  for sub_keys, k in [(512, 32), (256, 32), (1024, 16)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig()
+  # Two rows per program from k = 64 on (the groups tournament).
+  for sub_keys, k in [(512, 64), (1024, 64), (2048, 128)]:
+    assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(block_rows=2)
 
 
 def test_candidate_pairs_are_the_hyperbola_under_k():
