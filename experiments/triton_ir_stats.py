@@ -21,6 +21,15 @@ H200's step time unchanged). So DIR may also hold `*.cubin` files, such as
 function in them is reported the same way (registers and warps as compiled; shared
 memory: the cubin's static figure, which is not what Triton asks for at launch), so the
 code that ran can be read without a GPU.
+
+Which pipe issues what (`--pipes`, `--mix`): per loop body, and for one program weighted by
+trips over address ranges read from `--listings`, the instructions on each of a Hopper
+scheduler's pipes and the cycles they hold it (`CYCLES_PER_INSTRUCTION`). For XLA's build of
+the product-key top-k (session 37) that showed the ALU pipe's integer compares, selects
+and min/max as the bound, not the instruction count:
+
+  python experiments/triton_ir_stats.py bin --functions=topk --listings=/tmp/sass
+  python experiments/triton_ir_stats.py bin --functions=topk --mix=0:3f40:1,3f50:4a50:16,...
 """
 
 from __future__ import annotations
@@ -71,12 +80,60 @@ def _stats(kernel: str, num_warps: int, registers: int, spill_bytes: int, shared
           "spill_bytes": spill_bytes, "shared_bytes": shared,
           "instructions": len(_INSTRUCTION.findall(sass)),
           "programs_per_sm": programs_per_sm(registers, shared, num_warps),
-          "loop_bodies": loop_bodies(sass)}
+          "loop_bodies": loop_bodies(sass), "loop_pipes": loop_pipes(sass), "sass": sass}
 
 
-def loop_bodies(sass: str) -> list[int]:
-  """Instructions of each loop body in an `nvdisasm -c` listing, in program order: from a
-  label to a branch back to it, both included (nested loops are listed each whole)."""
+# Warp instructions a Hopper scheduler (a quarter of a multiprocessor) issues per cycle, as
+# cycles each holds its pipe, from NVIDIA's throughput table for compute capability 9.0:
+# 64 integer compare/select/min/max/logic and 64 integer multiply-add results per clock per
+# multiprocessor (16 lanes a scheduler: 2 cycles a warp), 32 shuffle results (4 cycles).
+# Memory and control are counted, not timed.
+CYCLES_PER_INSTRUCTION = {"alu": 2, "fma": 2, "shfl": 4, "mem": 1, "other": 1}
+_FMA_PIPE = ("IMAD", "IMUL", "FFMA", "FADD", "FMUL", "HFMA2", "HADD2", "HMUL2")
+_MEMORY_PIPE = ("LDG", "STG", "LDS", "STS", "LDC", "LDSM", "STSM", "LDL", "STL", "LD", "ST",
+                "ATOM", "ATOMS", "ATOMG", "RED")
+_OTHER = ("BRA", "BSSY", "BSYNC", "EXIT", "WARPSYNC", "BAR", "NOP", "ENDCOLLECTIVE", "S2R",
+          "CS2R", "MEMBAR", "DEPBAR", "ACQBULK", "CCTL", "ERRBAR", "RET", "CALL", "YIELD")
+
+
+def pipe_of(opcode: str) -> str:
+  """"alu", "fma", "shfl", "mem" or "other" (control, and the uniform datapath's U*
+  instructions, which run beside the vector pipes) for an opcode such as "ISETP"."""
+  if opcode == "SHFL":
+    return "shfl"
+  if opcode in _FMA_PIPE:
+    return "fma"
+  if opcode in _MEMORY_PIPE:
+    return "mem"
+  if opcode in _OTHER or opcode.startswith("U") or opcode in ("VOTE", "S2UR"):
+    return "other"
+  return "alu"
+
+
+_OPCODE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)")
+
+
+def instruction_pipes(sass: str) -> list[tuple[int, str]]:
+  """(address, pipe) of each instruction of an `nvdisasm -c` listing, in order."""
+  return [(int(m.group(1), 16), pipe_of(m.group(2)))
+          for m in map(_OPCODE.match, sass.splitlines()) if m]
+
+
+def pipe_mix(sass: str, ranges) -> dict:
+  """Instructions per pipe that one program issues, with each address range (lo, hi,
+  trips), ends included, counted `trips` times (a loop body: its trips; a branch's body: how
+  often it runs, a mean is fine), and "cycles": per pipe, the cycles those hold a scheduler
+  (`CYCLES_PER_INSTRUCTION`)."""
+  counts = dict.fromkeys(CYCLES_PER_INSTRUCTION, 0.0)
+  for address, pipe in instruction_pipes(sass):
+    counts[pipe] += sum(trips for lo, hi, trips in ranges if lo <= address <= hi)
+  counts["cycles"] = {pipe: count * CYCLES_PER_INSTRUCTION[pipe]
+                      for pipe, count in counts.items() if pipe in CYCLES_PER_INSTRUCTION}
+  return counts
+
+
+def _listing(sass: str) -> tuple[dict, list]:
+  """An `nvdisasm -c` listing -> ({label: index of the instruction after it}, instructions)."""
   labels, instructions = {}, []
   for line in sass.splitlines():
     label = re.match(r"^\s*(\.L_x_\d+):", line)
@@ -85,13 +142,34 @@ def loop_bodies(sass: str) -> list[int]:
       continue
     if _INSTRUCTION.match(line):
       instructions.append(line)
-  bodies = []
+  return labels, instructions
+
+
+def _loop_spans(sass: str) -> tuple[list[str], list[tuple[int, int]]]:
+  """The listing's instructions and each loop body's (first, last) index in them: from a
+  label to a branch back to it (nested loops are listed each whole)."""
+  labels, instructions = _listing(sass)
+  spans = []
   for end, line in enumerate(instructions):
     target = re.search(r"BRA\b.*`\((\.L_x_\d+)\)", line)
     start = labels.get(target.group(1)) if target else None
     if start is not None and start < end:  # a jump to itself is the kernel's final spin
-      bodies.append(end - start + 1)
-  return bodies
+      spans.append((start, end))
+  return instructions, spans
+
+
+def loop_bodies(sass: str) -> list[int]:
+  """Instructions of each loop body in an `nvdisasm -c` listing, in program order: from a
+  label to a branch back to it, both included (nested loops are listed each whole)."""
+  return [end - start + 1 for start, end in _loop_spans(sass)[1]]
+
+
+def loop_pipes(sass: str) -> list[dict]:
+  """Per loop body (as `loop_bodies`), its instructions per pipe (`pipe_of`)."""
+  instructions, spans = _loop_spans(sass)
+  pipes = [pipe for _, pipe in instruction_pipes("\n".join(instructions))]
+  return [{pipe: pipes[start:end + 1].count(pipe) for pipe in CYCLES_PER_INSTRUCTION}
+          for start, end in spans]
 
 
 def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
@@ -160,7 +238,16 @@ def main():
   parser.add_argument("--num_stages", type=int, default=1, help="without launch.json")
   parser.add_argument("--functions", default="",
                       help="cubins: report only functions matching this regex")
+  parser.add_argument("--pipes", action="store_true",
+                      help="per loop body, its instructions per pipe (`pipe_of`)")
+  parser.add_argument("--listings", default="",
+                      help="a directory to write each kernel's `nvdisasm -c` listing to")
+  parser.add_argument("--mix", default="",
+                      help="LO:HI:TRIPS,... (hex addresses from --listings, ends included): "
+                           "per kernel, the instructions per pipe one program issues")
   args = parser.parse_args()
+  ranges = [(int(lo, 16), int(hi, 16), float(trips))
+            for lo, hi, trips in (part.split(":") for part in args.mix.split(",") if part)]
   launch_file = os.path.join(args.directory, "launch.json")
   launch = {}
   if os.path.exists(launch_file):
@@ -179,6 +266,20 @@ def main():
     print(f"{s['kernel']:32} {s['num_warps']:>5} {s['registers']:>5} {s['spill_bytes']:>7} "
           f"{s['shared_bytes']:>7} {s['instructions']:>7} {s['programs_per_sm']:>7}  "
           f"{' '.join(map(str, s['loop_bodies'])) or '-'}")
+    if args.pipes:
+      for size, pipes in zip(s["loop_bodies"], s["loop_pipes"]):
+        print(f"  loop of {size}: " + ", ".join(f"{p} {n}" for p, n in pipes.items()))
+    if args.listings:
+      os.makedirs(args.listings, exist_ok=True)
+      name = re.sub(r"[^\w.-]", "_", s["kernel"])[-120:]
+      with open(os.path.join(args.listings, name + ".sass"), "w") as f:
+        f.write(s["sass"])
+    if ranges:
+      mix = pipe_mix(s["sass"], ranges)
+      cycles = mix.pop("cycles")
+      print("  per program: " + ", ".join(f"{p} {n:.0f}" for p, n in mix.items())
+            + f" (issued {sum(mix.values()):.0f}); cycles a scheduler's pipes are held: "
+            + ", ".join(f"{p} {n:.0f}" for p, n in cycles.items()))
 
 
 if __name__ == "__main__":

@@ -70,10 +70,7 @@ def test_residency_follows_registers_shared_memory_and_warps():
   assert triton_ir_stats.programs_per_sm(32, 0, 1) == 32  # 32 blocks per SM, not 64 warps
 
 
-def test_loop_bodies_span_each_backward_branch():
-  """A listing in nvdisasm's form: a 3-instruction loop, a forward branch (not a loop), a
-  2-instruction loop, and the final self-jump (not a loop)."""
-  sass = """
+LISTING = """
         .size           k,(.L_x_4 - k)
         /*0000*/                   MOV R1, c[0x0][0x28] ;
 .L_x_0:
@@ -89,7 +86,29 @@ def test_loop_bodies_span_each_backward_branch():
 .L_x_3:
         /*0080*/                   BRA `(.L_x_3);
 """
-  assert triton_ir_stats.loop_bodies(sass) == [3, 2]
+
+
+def test_loop_bodies_span_each_backward_branch():
+  """LISTING: a 3-instruction loop, a forward branch (not a loop), a 2-instruction loop,
+  and the final self-jump (not a loop)."""
+  assert triton_ir_stats.loop_bodies(LISTING) == [3, 2]
+
+
+def test_pipes_of_each_loop_and_of_a_program_weighted_by_trips():
+  """LISTING's instructions by the scheduler pipe that issues them; the second loop run 5
+  times, the instruction at 0x50 (a branch's body) half the time."""
+  pipe = triton_ir_stats.pipe_of
+  assert [pipe(op) for op in ("ISETP", "SEL", "VIMNMX", "IMAD", "SHFL", "LDG", "BRA",
+                              "ULDC")] == ["alu"] * 3 + ["fma", "shfl", "mem", "other",
+                                                         "other"]
+  assert triton_ir_stats.instruction_pipes(LISTING)[:3] == [(0, "alu"), (0x10, "alu"),
+                                                            (0x20, "alu")]
+  assert triton_ir_stats.loop_pipes(LISTING) == [
+      {"alu": 2, "fma": 0, "shfl": 0, "mem": 0, "other": 1},
+      {"alu": 0, "fma": 0, "shfl": 0, "mem": 1, "other": 1}]
+  mix = triton_ir_stats.pipe_mix(LISTING, [(0x0, 0x40, 1), (0x50, 0x50, 0.5), (0x60, 0x70, 5)])
+  assert mix["alu"] == 3 and mix["mem"] == 0.5 + 5 and mix["other"] == 2 + 5
+  assert mix["cycles"]["alu"] == 3 * triton_ir_stats.CYCLES_PER_INSTRUCTION["alu"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs Triton")
