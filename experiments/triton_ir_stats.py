@@ -128,7 +128,7 @@ def pipe_mix(sass: str, ranges) -> dict:
   for address, pipe in instruction_pipes(sass):
     counts[pipe] += sum(trips for lo, hi, trips in ranges if lo <= address <= hi)
   counts["cycles"] = {pipe: count * CYCLES_PER_INSTRUCTION[pipe]
-                      for pipe, count in counts.items() if pipe in CYCLES_PER_INSTRUCTION}
+                      for pipe, count in counts.items()}
   return counts
 
 

@@ -200,6 +200,12 @@ def _keys(scores_ref, rows: _Rows, offset: int, half_cols, sub_keys: int):
   return jnp.where(half_cols < sub_keys, ordered_key(values), _TAKEN)
 
 
+def _beats(key, slot, other_key, other_slot):
+  """Whether (key, slot) ranks before (other_key, other_slot): the larger key, the lower
+  slot (or id) among equal keys: every selection's order."""
+  return (key > other_key) | ((key == other_key) & (slot < other_slot))
+
+
 def _first_max_lane(keys, pick: str):
   """keys [R, X] -> [R] the lane of the largest key, the first among equal ones."""
   if pick == "argmax":
@@ -299,10 +305,11 @@ class _Groups(NamedTuple):
   def start(self) -> _HalfState:
     """Every group's best entry (ties: its first) and the head.
 
-    (Finding the group bests on the float scores instead, with keys made of those alone,
-    and `keys_at`'s loads without masks: 15% slower at S = 1,024, k = 64 on the H200 and no
-    faster at S = 512, k = 32, though S = 1,024, k = 32 took 0.511 ms against 0.561 in
-    another call: WORKSPACE.md, issue 12, session 37.)"""
+    It loads through `_keys`' masks even where `keys_at` needs none: that is the form
+    timed. (Finding the group bests on the float scores instead, loaded without masks,
+    with keys made of those alone: 15% slower at S = 1,024, k = 64 on the H200 and no faster
+    at S = 512, k = 32, though S = 1,024, k = 32 took 0.511 ms against 0.561 in another call:
+    WORKSPACE.md, issue 12, session 37.)"""
     group_lanes, in_group = self._group_lanes(), jnp.arange(self.size, dtype=jnp.int32)
     tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
                  self.offset, group_lanes[:, :, None] * self.size + in_group,
@@ -329,8 +336,7 @@ class _Groups(NamedTuple):
     keys = self.keys_at(self.rows, cols)
     # Entries of the group after the pick in (key desc, index asc) order are untaken:
     # every earlier one was taken in an earlier round.
-    keys = jnp.where((keys < state.top) | ((keys == state.top) & (cols > state.pick_col)),
-                     keys, _TAKEN)
+    keys = jnp.where(_beats(state.top, state.pick_col, keys, cols), keys, _TAKEN)
     new_best = jnp.max(keys, axis=1, keepdims=True)
     new_col = group * self.size + _first_max_lane(keys, self.pick)[:, None]
     won = self._group_lanes() == group
@@ -397,12 +403,6 @@ class _Tail(NamedTuple):
             else (self.partner_col, state.pick_col))
     return (jnp.where(used_up, _TAKEN, ordered_key(value + self.partner_value)),
             jnp.where(used_up, _NO_ID, pair[0] * half.sub_keys + pair[1]))
-
-
-def _beats(key, slot, other_key, other_slot):
-  """Whether (key, slot) ranks before (other_key, other_slot): the larger key, the lower
-  slot among equal keys."""
-  return (key > other_key) | ((key == other_key) & (slot < other_slot))
 
 
 def _advance_tail(tail: _Tail, head, took):
@@ -514,8 +514,7 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
                                          masked=False)                # [R, g]
     # The group's members after the pick in (key desc, slot asc) order are untaken:
     # every earlier one was taken in an earlier round.
-    untaken = (group_keys < top) | ((group_keys == top) & (group_slots > pick))
-    group_keys = jnp.where(untaken, group_keys, _TAKEN)
+    group_keys = jnp.where(_beats(top, pick, group_keys, group_slots), group_keys, _TAKEN)
     new_best = jnp.max(group_keys, axis=1, keepdims=True)
     new_slot = jnp.min(jnp.where(group_keys == new_best, group_slots, _NO_ID), axis=1,
                        keepdims=True)
@@ -634,8 +633,7 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
     rival = jnp.full(rows.load.shape, f, jnp.int32)
     rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, rival])  # [R, 1]
     rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, rival])
-    beats = (rival_key > keys) | ((rival_key == keys) & (rival_id < ids))
-    return rank + beats.astype(jnp.int32)
+    return rank + _beats(rival_key, rival_id, keys, ids).astype(jnp.int32)
 
   rank = lax.fori_loop(0, k, count_rival, jnp.zeros(keys.shape, jnp.int32))
   stored = jnp.broadcast_to(live, inside.shape) & inside
