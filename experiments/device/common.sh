@@ -19,12 +19,13 @@ step() {
   local rc=$?; LAST_RC=$rc
   { echo "== $name rc=$rc $(( $(date +%s) - t0 )) s (limit $limit)"; tail -n 3 "$OUT/$name.log"; } >> "$OUT/calls.log"
 }
-# copy NAME PYEDIT: a copy of the tree under devrun/NAME with PYEDIT (python, acting on `s`,
-# the text of pallas_kernels/sparse_delta/scan_pallas.py) applied; fails loudly if unchanged.
+# copy NAME PYEDIT [FILE]: a copy of the tree under devrun/NAME with PYEDIT (python, acting on
+# `s`, the text of FILE, by default pallas_kernels/sparse_delta/scan_pallas.py) applied; fails
+# loudly if unchanged.
 copy() {
-  local name=$1 edit=$2
+  local name=$1 edit=$2 file=${3:-pallas_kernels/sparse_delta/scan_pallas.py}
   mkdir -p "devrun/$name" && cp -r pallas_kernels sdm_jax maglev_jax experiments pyproject.toml "devrun/$name/"
-  python3 - "devrun/$name/pallas_kernels/sparse_delta/scan_pallas.py" "$edit" <<'PY' >> "$OUT/calls.log" 2>&1
+  python3 - "devrun/$name/$file" "$edit" <<'PY' >> "$OUT/calls.log" 2>&1
 import sys
 path, edit = sys.argv[1], sys.argv[2]
 s = open(path).read(); before = s

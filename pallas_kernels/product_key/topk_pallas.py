@@ -472,15 +472,18 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     pltriton.store(candidates_ref.at[rows.store, 1, lanes], part_slots, mask=mask)
   platform.triton_barrier(interpret)
   size = min(_CANDIDATE_GROUP, total)
+  assert total % size == 0, (total, size)  # parts are multiples of 32 lanes, or one part
   groups = next_power_of_two(-(-total // size))
   group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]        # [1, G]
   in_group = jnp.arange(size, dtype=jnp.int32)
 
   def load_group(load_rows, lanes, masked=True):
-    at = jnp.minimum(lanes, total - 1)
+    """masked=False: `lanes` must be in bounds (a group's lanes in order, which the
+    compiler can then load as vectors)."""
     if not masked:
-      return (pltriton.load(candidates_ref.at[load_rows, 0, at]),
-              pltriton.load(candidates_ref.at[load_rows, 1, at]))
+      return (pltriton.load(candidates_ref.at[load_rows, 0, lanes]),
+              pltriton.load(candidates_ref.at[load_rows, 1, lanes]))
+    at = jnp.minimum(lanes, total - 1)
     inside = jnp.broadcast_to(lanes < total, jnp.broadcast_shapes(load_rows.shape,
                                                                    lanes.shape))
     return (pltriton.load(candidates_ref.at[load_rows, 0, at], mask=inside, other=_TAKEN),
@@ -508,8 +511,11 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     else:
       group = jnp.min(jnp.where(best_slot == pick, group_lanes, groups), axis=1,
                       keepdims=True)                                 # slots are distinct
-    # The winner's group, in bounds (once every candidate is taken, the pick is _NO_ID and
-    # top _TAKEN, so nothing loaded counts as untaken below).
+    # The winner's group, clamped in bounds: only once every candidate is taken can it
+    # name a group past them, and then the pick is _NO_ID and top _TAKEN, so nothing
+    # loaded counts as untaken below. Clamping the group, not each lane, keeps the lanes
+    # contiguous (the lanes' clamps made XLA's build load them one by one).
+    group = jnp.minimum(group, total // size - 1)
     group_keys, group_slots = load_group(rows.load, group * size + in_group,
                                          masked=False)                # [R, g]
     # The group's members after the pick in (key desc, slot asc) order are untaken:
