@@ -473,7 +473,8 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   platform.triton_barrier(interpret)
   size = min(_CANDIDATE_GROUP, total)
   assert total % size == 0, (total, size)  # parts are multiples of 32 lanes, or one part
-  groups = next_power_of_two(-(-total // size))
+  filled_groups = total // size
+  groups = next_power_of_two(filled_groups)
   group_lanes = jnp.arange(groups, dtype=jnp.int32)[None, :]        # [1, G]
   in_group = jnp.arange(size, dtype=jnp.int32)
 
@@ -515,7 +516,7 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     # name a group past them, and then the pick is _NO_ID and top _TAKEN, so nothing
     # loaded counts as untaken below. Clamping the group, not each lane, keeps the lanes
     # contiguous (the lanes' clamps made XLA's build load them one by one).
-    group = jnp.minimum(group, total // size - 1)
+    group = jnp.minimum(group, filled_groups - 1)
     group_keys, group_slots = load_group(rows.load, group * size + in_group,
                                          masked=False)                # [R, g]
     # The group's members after the pick in (key desc, slot asc) order are untaken:
