@@ -19,16 +19,24 @@ along the row axis for all of them at once):
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). Blocks must have
    a power-of-two size, so the candidates are split into parts of at least 32 lanes
    (`candidate_parts`: 280 -> 256 + 32 lanes rather than one block of 512);
-3. k rounds over the candidates' sums, the lowest slot id among equal sums, as a
-   tournament like step 1's "groups": the candidates go to working memory, each group of
-   16 keeps its best untaken one, and a round reloads only the winner's group.
+3. k rounds over the candidates' sums, the lowest slot id among equal sums.
+   `final_select="tournament"` (the default), like step 1's "groups": the candidates go to
+   working memory, each group of 16 keeps its best untaken one, and a round reloads the
+   winner's group (`_tournament`). "frontier": the candidates go to memory lane by lane,
+   lane i holding the pairs (i, 0), (i, 1), ... best first, so the best untaken candidate
+   is the best of the lanes' heads and a round loads only the winner's successor
+   (`_select_frontier`; it falls back to the tournament where rounding may put a lane out
+   of order).
 
-With `lazy_tail` (the default; groups and tournament only), step 1 ranks only the first
-k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the other half,
-so those ranks need no order among themselves. Each half's rest enters step 3 as one lazy
-candidate, its head (best untaken entry) plus the other half's best: a final round
-compares the better of the two heads with the group bests' winner, and a round that takes
-it runs that half's next round (under a `lax.cond`: rounds that take no tail skip it).
+With `lazy_tail` (the default; "groups" halves, tournament or frontier), step 1 ranks only
+the first k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the
+other half, so those ranks need no order among themselves. Each half's rest enters step 3
+as one lazy candidate, its head (best untaken entry) plus the other half's best: a final
+round compares the better of the two heads with the best of the other candidates, and a
+round that takes it runs that half's next round (under a `lax.cond`: rounds that take no
+tail skip it). A tail presents its entries in score order, so where two different scores
+give the same float32 sum with the partner it can take the higher slot first, unlike the
+XLA twin (found in session 39; `lazy_tail=False` has no such case).
 
 `half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
 rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, 32
@@ -70,7 +78,8 @@ _NO_ID = np.iinfo(np.int32).max
 _TAKEN = np.iinfo(np.int32).min  # the key of a taken (or padding) entry
 
 HALF_SELECTS = ("scan", "groups", "threshold")
-FINAL_SELECTS = ("tournament", "threshold")
+FINAL_SELECTS = ("tournament", "frontier", "threshold")
+_LAZY_FINAL_SELECTS = ("tournament", "frontier")  # the final selections that take tails
 PICKS = ("max_min", "argmax")
 
 
@@ -82,8 +91,8 @@ class KernelConfig(NamedTuple):
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
   faster than "max_min" at every shape where the groups tournament is the default (S =
   1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), and lazy tails since session 36
-  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections, and 2 rows per
-  program from k = 64 on (`TWO_ROWS_MIN_K`).
+  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections, and 2 rows per program from
+  k = 64 on (`TWO_ROWS_MIN_K`).
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -91,11 +100,16 @@ class KernelConfig(NamedTuple):
   group_size: int = 16        # "groups": entries per group of a half
   pick: str = "argmax"        # "max_min" | "argmax": how a half's round finds its pick
   # How the k best candidates are chosen from the pruned pair grid (module docstring,
-  # step 3): "tournament" (k rounds of max-and-mask) or "threshold" (`_thresholds`).
+  # step 3): "tournament" or "frontier" (k rounds of max-and-mask), or "threshold"
+  # (`_thresholds`). On the H200 at 65,536 rows, back to back, fwd ms (WORKSPACE.md, issue
+  # 12, session 39): the frontier with its fallback against the tournament, S = 512, k =
+  # 32: 0.345 / 0.354-0.359; S = 256, k = 32: 0.290 / 0.274; S = 1,024, k = 32: 0.529 /
+  # 0.560; S = 512, k = 64: 0.759 / 0.768; S = 1,024, k = 64: 0.991 / 0.975 (without the
+  # fallback, not exact, 0.325 at S = 512, k = 32): no default change.
   final_select: str = "tournament"
   # Rank only the first k // 2 entries of each half; the rest, which pair only with rank 0
-  # of the other half, enter the final tournament as one lazy candidate per half
-  # (`_Tail`). Applies where half_select="groups" and final_select="tournament" (the
+  # of the other half, enter the final rounds as one lazy candidate per half (`_Tail`).
+  # Applies where half_select="groups" and final_select is "frontier" or "tournament" (the
   # other selections rank every entry). On the H200 at 65,536 rows, back to back, fwd ms
   # (session 36, mean of 4 processes at k = 32): S = 512, k = 32: 0.375 against 0.393; k =
   # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12).
@@ -147,8 +161,8 @@ def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
   """How many of each half's `per_half` best entries the kernel ranks in order: all, or
   with `lazy_tail` (groups and tournament) those below k // 2 (a rank i >= k // 2 pairs
   only with rank 0 of the other half: (i + 1)(j + 1) <= k leaves j = 0)."""
-  lazy = config.lazy_tail and (config.half_select, config.final_select) == ("groups",
-                                                                          "tournament")
+  lazy = (config.lazy_tail and config.half_select == "groups"
+          and config.final_select in _LAZY_FINAL_SELECTS)
   if lazy and k >= 2:
     return min(per_half, k // 2)
   return per_half
@@ -439,38 +453,81 @@ def _best_tail(tail_carry):
   return key, slot, which
 
 
+def _store_candidates(keys, slots, starts, rows: _Rows, candidates_ref, interpret: bool):
+  """Stores per part keys [R, P] and slots [R, P] at lanes `starts` + 0..P-1 of
+  candidates_ref [rows, 2, T] (keys, slots), then waits for the stores."""
+  live = rows.store < candidates_ref.shape[0]
+  for part_keys, part_slots, start in zip(keys, slots, starts):
+    lanes = int(start) + jnp.arange(part_keys.shape[1], dtype=jnp.int32)[None, :]
+    mask = jnp.broadcast_to(live, part_keys.shape)
+    pltriton.store(candidates_ref.at[rows.store, 0, lanes], part_keys, mask=mask)
+    pltriton.store(candidates_ref.at[rows.store, 1, lanes], part_slots, mask=mask)
+  platform.triton_barrier(interpret)
+
+
+def _against_tails(tail_head, top, pick_slot):
+  """(took_tail [R, 1], taken slot [R, 1]): whether the best of the tails' heads beats
+  the candidates' winner (top, pick_slot), and the slot the round takes."""
+  tail_key, tail_slot, _ = tail_head
+  took_tail = _beats(tail_key, tail_slot, top, pick_slot)
+  return took_tail, jnp.where(took_tail, tail_slot, pick_slot)
+
+
+def _advance_tails(tails, tail_carry, tail_head, took_tail):
+  """The tails' heads after a round: the taken tail advances for the rows that took it
+  (`_advance_tail`), all under one `lax.cond` on whether any row took a tail."""
+  def advance(tails_now):
+    tail_carry, (_, _, tail_which) = tails_now
+    tail_carry = tuple(_advance_tail(tail, head, took_tail & (tail_which == i))
+                       for i, ((tail, _), head) in enumerate(zip(tails, tail_carry)))
+    return tail_carry, _best_tail(tail_carry)
+
+  return lax.cond(_any_row(took_tail), advance, lambda x: x, (tail_carry, tail_head))
+
+
+def _pack_ids(slots, lows, bits: int):
+  """Per part [R, P] slot << bits | low (lows per part [1, P] < 2**bits; _NO_ID stays):
+  the same order among distinct slots, and the low bits say something about the entry."""
+  return [jnp.where(part_slots == _NO_ID, _NO_ID, jnp.left_shift(part_slots, bits) | low)
+          for part_slots, low in zip(slots, lows)]
+
+
 def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, sub_keys: int,
             interpret: bool, tails: tuple = ()):
   """k rounds over the candidates (module docstring, step 3) as a tournament: per part
   keys [R, P] and slots [R, P] (distinct where the key is not _TAKEN; lanes from
-  `starts`) are stored to candidates_ref [rows, 2, T] (keys, slots); each group of
-  `_CANDIDATE_GROUP` lanes keeps its best untaken candidate (largest key, lowest slot
-  among equal keys); a round takes the best of the group bests, stores it at lane r of
-  idx_ref and reloads only its group. (Masking and reducing over all T candidates each
-  round, the first way, was 207 of a program's 381 loop instructions at S = 128, k = 64.)
-  tails: per half, a `_Tail` and its state, lazy candidates beside the group bests. A
-  round compares the group bests' winner with the best of the tails' heads only (kept
-  beside them, `_best_tail`), and one `lax.cond` on whether any row took it advances the
-  tail it came from for those rows (`_advance_tail`), so rounds that take none skip
-  that work after one compare and one reduction over the rows.
-
+  `starts`) are stored to candidates_ref [rows, 2, T] (keys, slots) for `_tournament`.
   Where slot and lane fit in 31 bits together, a candidate's slot is stored as
-  slot << lane_bits | lane: the same order among distinct slots, so the round's min over
-  the tied group bests also names the winner's lane, and its group, without a reduction
-  over the groups to find it."""
+  slot << lane_bits | lane, so the round's pick also names the winner's lane, and its
+  group, without a reduction over the groups to find it."""
   total = candidates_ref.shape[-1]
-  live = rows.store < candidates_ref.shape[0]
   lane_bits = max(1, (total - 1).bit_length())
   with_lane = (sub_keys * sub_keys - 1).bit_length() + lane_bits <= _PACKED_ID_BITS
-  for part_keys, part_slots, start in zip(keys, slots, starts):
-    lanes = int(start) + jnp.arange(part_keys.shape[1], dtype=jnp.int32)[None, :]
-    mask = jnp.broadcast_to(live, part_keys.shape)
-    if with_lane:
-      part_slots = jnp.where(part_slots == _NO_ID, _NO_ID,
-                             jnp.left_shift(part_slots, lane_bits) | lanes)
-    pltriton.store(candidates_ref.at[rows.store, 0, lanes], part_keys, mask=mask)
-    pltriton.store(candidates_ref.at[rows.store, 1, lanes], part_slots, mask=mask)
+  if with_lane:
+    slots = _pack_ids(slots, [int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
+                              for part, start in zip(slots, starts)], lane_bits)
+  _store_candidates(keys, slots, starts, rows, candidates_ref, interpret)
+  _tournament(rows, candidates_ref, idx_ref, k, tails, id_bits=lane_bits if with_lane else 0,
+              lane_in_id=with_lane)
   platform.triton_barrier(interpret)
+
+
+def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, id_bits: int,
+                lane_in_id: bool):
+  """k rounds of the stored candidates' tournament: candidates_ref [rows, 2, T] holds keys
+  and ids (slot << id_bits | low bits, distinct where the key is not _TAKEN; lane_in_id:
+  the low bits are the candidate's lane). Each group of `_CANDIDATE_GROUP` lanes keeps its
+  best untaken candidate (largest key, lowest slot among equal keys); a round takes the
+  best of the group bests, stores its slot at lane r of idx_ref and reloads only its
+  group. (Masking and reducing over all T candidates each round, the first way, was 207 of
+  a program's 381 loop instructions at S = 128, k = 64.) tails: per half, a `_Tail` and
+  its state, lazy candidates beside the group bests. A round compares the group bests'
+  winner with the best of the tails' heads only (kept beside them, `_best_tail`), and one
+  `lax.cond` on whether any row took it advances the tail it came from for those rows
+  (`_advance_tail`), so rounds that take none skip that work after one compare and one
+  reduction over the rows."""
+  total = candidates_ref.shape[-1]
+  live = rows.store < candidates_ref.shape[0]
   size = min(_CANDIDATE_GROUP, total)
   assert total % size == 0, (total, size)  # parts are multiples of 32 lanes, or one part
   filled_groups = total // size
@@ -499,16 +556,14 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     best, best_slot, tail_carry, tail_head = carry
     top = jnp.max(best, axis=1, keepdims=True)                      # [R, 1]
     pick = jnp.min(jnp.where(best == top, best_slot, _NO_ID), axis=1, keepdims=True)
-    pick_slot = jnp.right_shift(pick, lane_bits) if with_lane else pick
+    pick_slot = jnp.right_shift(pick, id_bits) if id_bits else pick
     taken_slot = pick_slot
     if tails:  # the best of the group bests and of the tails' heads
-      tail_key, tail_slot, tail_which = tail_head
-      took_tail = _beats(tail_key, tail_slot, top, pick_slot)
-      taken_slot = jnp.where(took_tail, tail_slot, pick_slot)
+      took_tail, taken_slot = _against_tails(tail_head, top, pick_slot)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
-    if with_lane:
-      group = jnp.right_shift(pick & ((1 << lane_bits) - 1), size.bit_length() - 1)
+    if lane_in_id:
+      group = jnp.right_shift(pick & ((1 << id_bits) - 1), size.bit_length() - 1)
     else:
       group = jnp.min(jnp.where(best_slot == pick, group_lanes, groups), axis=1,
                       keepdims=True)                                 # slots are distinct
@@ -528,21 +583,154 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     won = group_lanes == group
     if tails:  # rows that took a tail's head keep their group bests
       won = won & ~took_tail
-
-      def advance(tails_now):
-        tail_carry, _ = tails_now
-        tail_carry = tuple(_advance_tail(tail, head, took_tail & (tail_which == i))
-                           for i, ((tail, _), head) in enumerate(zip(tails, tail_carry)))
-        return tail_carry, _best_tail(tail_carry)
-
-      tail_carry, tail_head = lax.cond(_any_row(took_tail), advance, lambda x: x,
-                                       (tail_carry, tail_head))
+      tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
     return (jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot),
             tail_carry, tail_head)
 
   tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
   tail_head = _best_tail(tail_carry) if tails else ()
   lax.fori_loop(0, k, round_, (best, best_slot, tail_carry, tail_head))
+
+
+class FrontierLayout(NamedTuple):
+  """Where the final frontier (`_select_frontier`) finds its candidates, in memory order:
+  ranks [2, E] (first half, second half) of the E entries, lane i's pairs (i, 0), (i, 1),
+  ... with (i + 1)(j + 1) <= k and j < ranked one after another; nexts [E] the position
+  of each entry's successor in its lane (E, a taken stopper, after a lane's last); and
+  lane_starts [L] each lane's first position (E for lanes past `ranked`; L =
+  next_power_of_two(ranked))."""
+  ranks: np.ndarray
+  nexts: np.ndarray
+  lane_starts: np.ndarray
+
+
+def frontier_layout(k: int, ranked: int) -> FrontierLayout:
+  """The frontier's candidates for the k best from each half's `ranked` best entries."""
+  counts = [min(k // (i + 1), ranked) for i in range(ranked)]
+  entries = sum(counts)
+  ranks = np.array([(i, j) for i, count in enumerate(counts) for j in range(count)],
+                   np.int32).reshape(-1, 2).T
+  lane_starts = np.full(next_power_of_two(ranked), entries, np.int32)
+  lane_starts[:ranked] = np.cumsum([0] + counts[:-1])
+  nexts = np.arange(1, entries + 1, dtype=np.int32)
+  nexts[lane_starts[:ranked] + np.array(counts) - 1] = entries
+  return FrontierLayout(ranks, nexts, lane_starts)
+
+
+def _lanes_may_misorder(scores_ref, rows: _Rows, logs, ranked: int, sub_keys: int):
+  """Whether some row of the program may have a frontier lane out of (key desc, slot asc)
+  order (`_select_frontier`); a scalar bool, from the halves' pick logs.
+
+  Lane i holds s1_i + s2_j for the second half's ranks j in order, and neighbours j, j + 1
+  come out of slot order only where their sums are equal and their columns fall (equal
+  second-half scores come lowest column first). Different scores give equal float32 sums
+  only where they differ by at most the spacing of floats at the sums, at most 2^-23 of
+  |sum| <= M = max |s1| + max |s2| over the ranked entries (each half's first or last).
+  So: columns falling where the scores differ by at most M * 2^-22 (twice that, for the
+  rounding of the difference and of M), or M not finite (an infinite score makes a whole
+  lane's sums equal)."""
+  lanes = next_power_of_two(max(ranked, 2))
+  rank = jnp.arange(lanes, dtype=jnp.int32)[None, :]                  # [1, L]
+  inside = jnp.broadcast_to(rank < ranked - 1, (rows.load.shape[0], lanes))
+
+  def ranked_entries(log, offset, ranks):  # columns and scores of ranks [1, L] or [R, 1]
+    cols = pltriton.load(log.scratch.at[rows.load, log.half, jnp.minimum(ranks, ranked - 1)])
+    return cols, _load_scores(scores_ref, rows, offset + cols, 2 * sub_keys)
+
+  cols, values = ranked_entries(logs[1], sub_keys, rank)
+  next_cols, next_values = ranked_entries(logs[1], sub_keys, rank + 1)
+  ends = jnp.broadcast_to((ranked - 1) * jnp.arange(2, dtype=jnp.int32)[None, :],
+                          (rows.load.shape[0], 2))                     # ranks 0, ranked - 1
+  bound = (jnp.max(jnp.abs(ranked_entries(logs[0], 0, ends)[1]), axis=1, keepdims=True)
+           + jnp.max(jnp.abs(ranked_entries(logs[1], sub_keys, ends)[1]), axis=1,
+                     keepdims=True))                                   # [R, 1]
+  close = values - next_values <= bound * jnp.float32(2.0 ** -22)
+  falling = inside & (next_cols < cols) & close
+  return (jnp.max(falling.astype(jnp.int32)) > 0) | (jnp.max(
+      (bound == jnp.inf).astype(jnp.int32)) > 0)
+
+
+def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
+                     k: int, sub_keys: int, stopper: int, lanes: int, misordered,
+                     interpret: bool, tails: tuple = ()):
+  """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (per part
+  keys [R, P], slots [R, P] at lanes from `starts`) come in `frontier_layout`'s order:
+  ranks_ref[2] holds each one's successor in its lane and ranks_ref[3, :lanes] the lanes'
+  first positions; `stopper` is the first position past them (a taken entry).
+
+  Along a lane i the pairs (i, j) come in descending sums (the second half is ranked and
+  float addition is monotone), so the best untaken candidate is the best of the lanes'
+  heads. A round is one max and one min among equal keys over the heads ([R, lanes]); the
+  winning lane's head becomes its successor, one entry loaded per row. (The tournament's
+  round reduces over its group bests, reloads the winner's group of 16 and reduces over
+  that too. On the H200, with no fallback, the frontier was 8-16% faster than the tournament
+  at every benchmarked shape; the fallback's code took most of that back: WORKSPACE.md,
+  issue 12, session 39.) Where slot and position fit in 31 bits together, an
+  entry's slot is stored as slot << bits | successor, so the pick names the entry to load;
+  else each lane's successor is kept beside its head and found by a third reduction.
+
+  Equal sums along a lane must come lowest slot first, and rounding can break that: two
+  second-half scores that differ can give the same float32 sum, their slots in either
+  order. A program where that may happen (`misordered`, a scalar from
+  `_lanes_may_misorder`) runs `_tournament` instead, which takes any order. tails: as in
+  `_select`."""
+  total = candidates_ref.shape[-1]
+  live = rows.store < candidates_ref.shape[0]
+  next_bits = max(1, (total - 1).bit_length())
+  packed = (sub_keys * sub_keys - 1).bit_length() + next_bits <= _PACKED_ID_BITS
+  successors = [ranks_ref[2, pl.ds(int(start), part.shape[1])][None, :]
+                for part, start in zip(slots, starts)]                # per part [1, P]
+  ids = _pack_ids(slots, successors, next_bits) if packed else slots
+  _store_candidates(keys, ids, starts, rows, candidates_ref, interpret)
+
+  def load(position):
+    return (pltriton.load(candidates_ref.at[rows.load, 0, position]),
+            pltriton.load(candidates_ref.at[rows.load, 1, position]))
+
+  def round_(r, carry):
+    head_key, head_id, head_next, tail_carry, tail_head = carry
+    top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
+    pick = jnp.min(jnp.where(head_key == top, head_id, _NO_ID), axis=1, keepdims=True)
+    if packed:  # once every head is taken the pick is _NO_ID: its bits name the stopper
+      pick_slot = jnp.right_shift(pick, next_bits)
+      successor = jnp.minimum(pick & ((1 << next_bits) - 1), stopper)
+    else:
+      pick_slot = pick
+      successor = jnp.min(jnp.where(head_id == pick, head_next, stopper), axis=1,
+                          keepdims=True)
+    taken_slot = pick_slot
+    if tails:
+      took_tail, taken_slot = _against_tails(tail_head, top, pick_slot)
+    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
+                   taken_slot, mask=live)
+    new_key, new_id = load(successor)                                  # [R, 1]
+    # Ids of heads not at the stopper are distinct; the stopper's (_NO_ID) is picked only
+    # when every head is at it, and then a tail is taken.
+    won = head_id == pick
+    if tails:
+      won = won & ~took_tail
+      tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
+    if not packed:
+      head_next = jnp.where(won, pltriton.load(ranks_ref.at[2, successor]), head_next)
+    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_next,
+            tail_carry, tail_head)
+
+  def frontier():
+    first = ranks_ref[3, pl.ds(0, lanes)][None, :]                    # [1, L]
+    head_key, head_id = load(jnp.broadcast_to(first, (rows.load.shape[0], lanes)))
+    head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
+    tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
+    tail_head = _best_tail(tail_carry) if tails else ()
+    lax.fori_loop(0, k, round_, (head_key, head_id, head_next, tail_carry, tail_head))
+
+  def tournament():
+    _tournament(rows, candidates_ref, idx_ref, k, tails, id_bits=next_bits if packed else 0,
+                lane_in_id=False)
+
+  # (Running the frontier in every program and the tournament after it where misordered
+  # was slower on the H200: 0.352 against 0.346 ms at S = 512, k = 32; without any
+  # fallback the frontier took 0.325: WORKSPACE.md, issue 12, session 39.)
+  lax.cond(misordered, tournament, frontier)
   platform.triton_barrier(interpret)
 
 
@@ -682,7 +870,7 @@ def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...]
   step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
   final selection reusing set 0)."""
   memory = {"picks": (num_rows, 2, next_power_of_two(per_half))}
-  if config.final_select == "tournament":
+  if config.final_select in ("tournament", "frontier"):
     memory["candidates"] = (num_rows, 2, sum(parts))
   halves = config.half_select == "threshold"
   if halves or config.final_select == "threshold":
@@ -737,6 +925,12 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
   if config.final_select == "threshold":
     _select_by_threshold(keys, slots, rows, work["work"], idx_ref, k, sub_keys, interpret)
+  elif config.final_select == "frontier":
+    _select_frontier(keys, slots, starts, rows, ranks_ref, work["candidates"], idx_ref, k,
+                     sub_keys, frontier_layout(k, ranked).ranks.shape[1],
+                     next_power_of_two(ranked),
+                     _lanes_may_misorder(scores_ref, rows, logs, ranked, sub_keys),
+                     interpret, tails)
   else:
     _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys, interpret,
             tails)
@@ -759,11 +953,21 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   rows = scores.reshape(-1, width)
   num_rows = rows.shape[0]
   ranked = ranked_per_half(k, per_half, config)
-  pairs = candidate_pairs(k, per_half)
-  pairs = pairs[(pairs < ranked).all(axis=1)]  # the rest: the tails (`_Tail`)
-  parts = candidate_parts(len(pairs))
-  ranks = np.full((2, sum(parts)), -1, np.int32)
-  ranks[:, :len(pairs)] = pairs.T
+  if config.final_select == "frontier":
+    layout = frontier_layout(k, ranked)
+    pair_ranks = layout.ranks
+    parts = candidate_parts(pair_ranks.shape[1] + 1)  # the stopper after the entries
+    # Rows 2 and 3: each entry's successor in its lane and the lanes' first positions.
+    ranks = np.full((4, sum(parts)), -1, np.int32)
+    ranks[2] = len(layout.nexts)  # the stopper and the padding after it lead to the stopper
+    ranks[2, :len(layout.nexts)] = layout.nexts
+    ranks[3, :len(layout.lane_starts)] = layout.lane_starts
+  else:
+    pairs = candidate_pairs(k, per_half)
+    pair_ranks = pairs[(pairs < ranked).all(axis=1)].T  # the rest: the tails (`_Tail`)
+    parts = candidate_parts(pair_ranks.shape[1])
+    ranks = np.full((2, sum(parts)), -1, np.int32)
+  ranks[:2, :pair_ranks.shape[1]] = pair_ranks
   memory = _working_memory(num_rows, k, per_half, parts, config)
   kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
                              sub_keys=sub_keys, k=k, per_half=per_half, ranked=ranked,

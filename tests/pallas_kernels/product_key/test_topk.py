@@ -24,8 +24,9 @@ IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_top
                                          interpret=tpu_interpret.RACE_CHECKED)}
 COMPILED_ON_GPU = ("xla", "pallas")
 # The compiled `gpu` tests' configs: one of each kind the benchmark sweep times (WORKSPACE.md);
-# the third was the default in session 35, the default (lazy tails) is since session 36, and
-# the last is the default's tiling where k >= 64 since session 37.
+# the third was the default in session 35, the default (lazy tails) is since session 36, the
+# last but one is the default's tiling where k >= 64 since session 37, and the last the
+# frontier final selection (session 39).
 GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax", lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min",
@@ -39,6 +40,7 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
     topk_pallas.KernelConfig(),
     topk_pallas.KernelConfig(block_rows=2),
+    topk_pallas.KernelConfig(final_select="frontier"),
 ]
 
 
@@ -130,19 +132,20 @@ def test_tpu_kernel_lowers_for_tpu(sub_keys, k):
 
 
 # Non-default GPU kernel configs (results must not depend on the config): several rows per
-# program (5 rows: not a multiple of 2 or 4), whole-half scans, both picks, the group
-# tournament with groups smaller and larger than a half, with and without lazy tails,
-# threshold selections.
+# program (5 rows: not a multiple of 2 or 4), whole-half scans, both picks, groups smaller
+# and larger than a half, with and without lazy tails, the tournament (the default) and
+# the frontier, threshold selections.
 CONFIGS = [
-    topk_pallas.KernelConfig(half_select="scan", block_rows=4, num_warps=4, pick="argmax"),
+    topk_pallas.KernelConfig(half_select="scan", block_rows=4, num_warps=4, pick="argmax",
+                             final_select="frontier"),
     topk_pallas.KernelConfig(half_select="groups", group_size=4, pick="max_min",
-                             lazy_tail=False),
+                             lazy_tail=False, final_select="frontier"),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax",
                              lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
     # Lazy tails (the default): one row and several; groups of 4, far fewer than a half's
-    # ranks.
-    topk_pallas.KernelConfig(block_rows=1),
+    # ranks, so many tail rounds.
+    topk_pallas.KernelConfig(block_rows=1, final_select="frontier"),
     topk_pallas.KernelConfig(group_size=4, block_rows=4, pick="max_min"),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
@@ -162,16 +165,18 @@ def test_kernel_configs_match_brute_force(config, sub_keys, k):
 
 @pytest.mark.parametrize("lazy_tail", [False, True])
 @pytest.mark.parametrize("packed_id_bits", [31, 0])
-def test_tournament_with_and_without_lanes_packed_into_slots(packed_id_bits, lazy_tail,
-                                                             monkeypatch):
-  """The final tournament finds a round's winning group from the pick itself where slot and
-  lane fit in 31 bits (every shape here), else by a reduction over the groups: 0 bits
-  forces that path. Tied rows (random_scores' rows 0 and 1) decide by the lowest slot,
-  lazy tails' heads against the group bests too."""
+@pytest.mark.parametrize("final_select", ["frontier", "tournament"])
+def test_final_selections_with_and_without_ids_packed_into_slots(final_select,
+                                                                 packed_id_bits, lazy_tail,
+                                                                 monkeypatch):
+  """Where slot and lane (tournament) or successor (frontier) fit in 31 bits together
+  (every shape here), the round's pick names the winning group or the entry to load next;
+  else a reduction finds it: 0 bits forces that path. Tied rows (random_scores' rows 0
+  and 1) decide by the lowest slot, lazy tails' heads against the other candidates too."""
   monkeypatch.setattr(topk_pallas, "_PACKED_ID_BITS", packed_id_bits)
   jax.clear_caches()  # traces of the same shapes from other tests took the other path
-  # groups and the tournament
-  config = topk_pallas.KernelConfig(block_rows=2, lazy_tail=lazy_tail)
+  config = topk_pallas.KernelConfig(block_rows=2, lazy_tail=lazy_tail,
+                                    final_select=final_select)
   for sub_keys, k in [(6, 11), (32, 64), (512, 32)]:
     scores = random_scores(sub_keys + k + 1, sub_keys, jnp.float32, rows=5)
     topk = functools.partial(topk_pallas.product_key_topk, k=k, config=config)
@@ -179,6 +184,40 @@ def test_tournament_with_and_without_lanes_packed_into_slots(packed_id_bits, laz
     assert ("shift_left" in str(jax.make_jaxpr(topk)(scores))) == (packed_id_bits == 31)
     assert_matches_brute_force(*topk(scores), scores, k)
   jax.clear_caches()
+
+
+def rounding_tied_scores(sub_keys: int) -> jnp.ndarray:
+  """Rows whose sums tie by rounding: distinct second-half scores, lowest at the lowest
+  index, under a first-half score that swamps them (every sum with it one float32), so
+  the pairs (0, j) of ranks come highest slot first; a first half of -inf but at index 0
+  (every pair of ranks from 1 on sums to -inf, its ranks in the second half's score
+  order); a random row beside them."""
+  rng = np.random.default_rng(sub_keys)
+  scores = rng.standard_normal((3, 2 * sub_keys)).astype(np.float32)
+  scores[0, :sub_keys] = -1.0
+  scores[0, 0] = 1e4
+  scores[0, sub_keys:] = 1e-6 * np.arange(1, sub_keys + 1)
+  scores[1, 1:sub_keys] = -np.inf
+  return jnp.asarray(scores)
+
+
+# Without lazy tails: a tail presents its half's entries in score order, so among sums tied
+# by rounding it can take a higher slot first (`_Tail`).
+@pytest.mark.parametrize("sub_keys,k,lazy_tail", [(8, 32, True), (32, 32, False),
+                                                  (8, 48, False)])
+@pytest.mark.parametrize("final_select", ["frontier", "tournament"])
+def test_final_selections_take_the_lowest_ids_among_sums_tied_by_rounding(
+    final_select, sub_keys, k, lazy_tail):
+  """Equal float32 sums from unequal scores (`rounding_tied_scores`) still go lowest id
+  first: the frontier's lanes are then out of id order, and it falls back to the
+  tournament (`_select_frontier`). (S = 8, k = 32: every rank of a half is ranked, so no
+  tails either way.)"""
+  scores = rounding_tied_scores(sub_keys)
+  config = topk_pallas.KernelConfig(final_select=final_select, block_rows=2,
+                                    lazy_tail=lazy_tail)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
+                        static_argnums=1)(scores, k)
+  assert_matches_brute_force(idx, logits, scores, k)
 
 
 @pytest.mark.parametrize("sub_keys,k", [(4, 16), (32, 32), (128, 64)])
