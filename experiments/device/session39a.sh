@@ -3,6 +3,7 @@
 # only the winner's successor, named by the pick's packed bits) against the groups
 # tournament (the default), one process each, alternating, at the target shape; once each
 # at the other 65,536-row shapes; then the frontier's compiled tests.
+# Ran 0da1751's frontier before its fallback existed (the same rounds, no check).
 source experiments/device/common.sh
 TOPK="python -m experiments.bench_ops --op=topk --dtype=float32 --repeats=30 --topk_rows=65536"
 T="$TOPK --topk_sub_keys=512 --topk_k=32"

@@ -3,6 +3,8 @@
 # without the check (devrun/nofb) and the tournament, one process each, alternating, at the
 # target shape; the default once at the other 65,536-row shapes; the frontier against the
 # threshold selections where S <= 4k (the default there); then the compiled tests.
+# Ran a tree whose check loaded every candidate's successor from memory (dropped for
+# `_lanes_may_misorder` before 0da1751); on later trees its nofb edit fails loudly.
 source experiments/device/common.sh
 copy nofb "s = s.replace('  lax.cond(out_of_order > 0, tournament, frontier)', '  frontier()')" \
   pallas_kernels/product_key/topk_pallas.py

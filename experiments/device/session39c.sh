@@ -4,6 +4,8 @@
 # against the frontier without any fallback (devrun/nofb), alternating, at S = 512 with
 # k = 32 and 64; the default once at the other shapes; the frontier against the threshold
 # selections at S = 128, k = 32 and S = 256, k = 64 (S = 4k); then the compiled tests.
+# At the time `KernelConfig` defaulted to final_select="frontier" (from 0da1751 the
+# tournament is the default again): on later trees add final_select=frontier to the tilings.
 source experiments/device/common.sh
 copy nofb "s = s.replace('  lax.cond(misordered, tournament, frontier)', '  frontier()')" \
   pallas_kernels/product_key/topk_pallas.py

@@ -2,6 +2,8 @@
 # tournament re-run after it only where `_lanes_may_misorder` says the lanes may be out of
 # order (call c's `lax.cond` choosing between the two cost 6% at S = 512, k = 32), against
 # the frontier without any fallback (devrun/nofb), alternating; then one compiled test.
+# Ran a tree that was then reverted (the frontier then the tournament, 0.352 ms); on later
+# trees its nofb edit fails loudly.
 source experiments/device/common.sh
 copy nofb "s = s.replace('  lax.cond(misordered, tournament, lambda: None)', '')" \
   pallas_kernels/product_key/topk_pallas.py

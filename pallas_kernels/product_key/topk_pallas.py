@@ -727,9 +727,10 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
     _tournament(rows, candidates_ref, idx_ref, k, tails, id_bits=next_bits if packed else 0,
                 lane_in_id=False)
 
-  # (Running the frontier in every program and the tournament after it where misordered
-  # was slower on the H200: 0.352 against 0.346 ms at S = 512, k = 32; without any
-  # fallback the frontier took 0.325: WORKSPACE.md, issue 12, session 39.)
+  # On the H200 at S = 512, k = 32 this took 0.345 ms, the frontier without any fallback
+  # 0.325, the tournament 0.354-0.360. Slower: the frontier in every program and the
+  # tournament after it where misordered (0.352), or the tournament as a second launch
+  # whose programs exit unless flagged (0.376): WORKSPACE.md, issue 12, session 39.
   lax.cond(misordered, tournament, frontier)
   platform.triton_barrier(interpret)
 
