@@ -628,7 +628,8 @@ def _lanes_may_misorder(scores_ref, rows: _Rows, logs, ranked: int, sub_keys: in
   |sum| <= M = max |s1| + max |s2| over the ranked entries (each half's first or last).
   So: columns falling where the scores differ by at most M * 2^-22 (twice that, for the
   rounding of the difference and of M), or M not finite (an infinite score makes a whole
-  lane's sums equal)."""
+  lane's sums equal), or M below 2^-100 (so that M * 2^-22 is a normal float where a
+  backend flushes subnormal results to zero)."""
   lanes = next_power_of_two(max(ranked, 2))
   rank = jnp.arange(lanes, dtype=jnp.int32)[None, :]                  # [1, L]
   inside = jnp.broadcast_to(rank < ranked - 1, (rows.load.shape[0], lanes))
@@ -646,8 +647,8 @@ def _lanes_may_misorder(scores_ref, rows: _Rows, logs, ranked: int, sub_keys: in
                      keepdims=True))                                   # [R, 1]
   close = values - next_values <= bound * jnp.float32(2.0 ** -22)
   falling = inside & (next_cols < cols) & close
-  return (jnp.max(falling.astype(jnp.int32)) > 0) | (jnp.max(
-      (bound == jnp.inf).astype(jnp.int32)) > 0)
+  unbounded = (bound == jnp.inf) | (bound < jnp.float32(2.0 ** -100))
+  return jnp.max((falling | unbounded).astype(jnp.int32)) > 0
 
 
 def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
@@ -663,9 +664,9 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
   heads. A round is one max and one min among equal keys over the heads ([R, lanes]); the
   winning lane's head becomes its successor, one entry loaded per row. (The tournament's
   round reduces over its group bests, reloads the winner's group of 16 and reduces over
-  that too. On the H200, with no fallback, the frontier was 8-16% faster than the tournament
-  at every benchmarked shape; the fallback's code took most of that back: WORKSPACE.md,
-  issue 12, session 39.) Where slot and position fit in 31 bits together, an
+  that too. On the H200, with no fallback, the frontier was 8-16% faster than the
+  tournament at every benchmarked shape; the fallback's code took most of that back:
+  WORKSPACE.md, issue 12, session 39.) Where slot and position fit in 31 bits together, an
   entry's slot is stored as slot << bits | successor, so the pick names the entry to load;
   else each lane's successor is kept beside its head and found by a third reduction.
 
