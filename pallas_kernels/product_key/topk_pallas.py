@@ -91,8 +91,8 @@ class KernelConfig(NamedTuple):
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
   faster than "max_min" at every shape where the groups tournament is the default (S =
   1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), and lazy tails since session 36
-  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections, and 2 rows per program from
-  k = 64 on (`TWO_ROWS_MIN_K`).
+  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections, and 2 rows per
+  program from k = 64 on (`TWO_ROWS_MIN_K`).
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
