@@ -485,6 +485,11 @@ def _advance_tails(tails, tail_carry, tail_head, took_tail):
   return lax.cond(_any_row(took_tail), advance, lambda x: x, (tail_carry, tail_head))
 
 
+def _packs_into_ids(sub_keys: int, bits: int) -> bool:
+  """Whether every slot (< S^2) shifted left by `bits` fits in `_PACKED_ID_BITS`."""
+  return (sub_keys * sub_keys - 1).bit_length() + bits <= _PACKED_ID_BITS
+
+
 def _pack_ids(slots, lows, bits: int):
   """Per part [R, P] slot << bits | low (lows per part [1, P] < 2**bits; _NO_ID stays):
   the same order among distinct slots, and the low bits say something about the entry."""
@@ -502,7 +507,7 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   group, without a reduction over the groups to find it."""
   total = candidates_ref.shape[-1]
   lane_bits = max(1, (total - 1).bit_length())
-  with_lane = (sub_keys * sub_keys - 1).bit_length() + lane_bits <= _PACKED_ID_BITS
+  with_lane = _packs_into_ids(sub_keys, lane_bits)
   if with_lane:
     slots = _pack_ids(slots, [int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
                               for part, start in zip(slots, starts)], lane_bits)
@@ -678,7 +683,7 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
-  packed = (sub_keys * sub_keys - 1).bit_length() + next_bits <= _PACKED_ID_BITS
+  packed = _packs_into_ids(sub_keys, next_bits)
   successors = [ranks_ref[2, pl.ds(int(start), part.shape[1])][None, :]
                 for part, start in zip(slots, starts)]                # per part [1, P]
   ids = _pack_ids(slots, successors, next_bits) if packed else slots
