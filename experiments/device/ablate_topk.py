@@ -1,5 +1,6 @@
 """Copies of the tree (devrun/topk_<name>) with the top-k groups kernel cut, to attribute its
-time at S = 512, k = 32 (the default: half_select="groups", final_select="tournament").
+time at S = 512, k = 32 (the default of sessions 36-39: half_select="groups",
+final_select="tournament"; the tournament is no longer the default since session 40).
   clamp: ids clamped into range after the halves' rounds and after the final rounds (the
          control: the cut copies carry the same clamps);
   th:    clamp + the halves' rounds cut to one (the picks of later ranks are unwritten

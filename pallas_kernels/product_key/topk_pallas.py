@@ -20,13 +20,13 @@ along the row axis for all of them at once):
    a power-of-two size, so the candidates are split into parts of at least 32 lanes
    (`candidate_parts`: 280 -> 256 + 32 lanes rather than one block of 512);
 3. k rounds over the candidates' sums, the lowest slot id among equal sums.
-   `final_select="tournament"` (the default), like step 1's "groups": the candidates go to
-   working memory, each group of 16 keeps its best untaken one, and a round reloads the
-   winner's group (`_tournament`). "frontier": the candidates go to memory lane by lane,
-   lane i holding the pairs (i, 0), (i, 1), ... best first, so the best untaken candidate
-   is the best of the lanes' heads and a round loads only the winner's successor
-   (`_select_frontier`; it falls back to the tournament where rounding may put a lane out
-   of order).
+   `final_select="frontier"` (the default since session 40): the candidates go to memory
+   lane by lane, lane i holding the pairs (i, 0), (i, 1), ... best first, so the best
+   untaken candidate is the best of the lanes' heads and a round loads only the winner's
+   successor (`_select_frontier`; a program where rounding may put a lane out of order,
+   which the halves' rounds watch for, runs the tournament instead). "tournament", like
+   step 1's "groups": the candidates go to working memory, each group of 16 keeps its best
+   untaken one, and a round reloads the winner's group (`_tournament`).
 
 With `lazy_tail` (the default; "groups" halves, tournament or frontier), step 1 ranks only
 the first k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the
@@ -89,9 +89,9 @@ class KernelConfig(NamedTuple):
   Defaults: the fastest of 14 configs on one H200 at 65,536 rows, S = 512, k = 32 (0.62 ms
   forward; one row per program with whole-half scans, the previous default, 1.17 ms;
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
-  faster than "max_min" at every shape where the groups tournament is the default (S =
-  1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), and lazy tails since session 36
-  (`lazy_tail`). Where S <= 4k `default_config` takes threshold selections, and 2 rows per
+  faster than "max_min" at every shape where the groups tournament was the default (S =
+  1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), lazy tails since session 36
+  (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k `default_config` takes threshold selections, and 2 rows per
   program from k = 64 on (`TWO_ROWS_MIN_K`).
   """
   block_rows: int = 4         # rows of scores per program
@@ -100,13 +100,13 @@ class KernelConfig(NamedTuple):
   group_size: int = 16        # "groups": entries per group of a half
   pick: str = "argmax"        # "max_min" | "argmax": how a half's round finds its pick
   # How the k best candidates are chosen from the pruned pair grid (module docstring,
-  # step 3): "tournament" or "frontier" (k rounds of max-and-mask), or "threshold"
-  # (`_thresholds`). On the H200 at 65,536 rows, back to back, fwd ms (WORKSPACE.md, issue
-  # 12, session 39): the frontier with its fallback against the tournament, S = 512, k =
-  # 32: 0.345 / 0.354-0.359; S = 256, k = 32: 0.290 / 0.274; S = 1,024, k = 32: 0.529 /
-  # 0.560; S = 512, k = 64: 0.759 / 0.768; S = 1,024, k = 64: 0.991 / 0.975 (without the
-  # fallback, not exact, 0.325 at S = 512, k = 32): no default change.
-  final_select: str = "tournament"
+  # step 3): "frontier" or "tournament" (k rounds of max-and-mask), or "threshold"
+  # (`_thresholds`). On the H200 at 65,536 rows, float32, back to back, fwd ms, frontier
+  # against tournament, one process each (WORKSPACE.md, issue 12, session 40): S = 512, k
+  # = 32: 0.328 / 0.324 against 0.355 / 0.353; S = 256, k = 32: 0.246 / 0.271; S = 1,024,
+  # k = 32: 0.510 / 0.556; S = 512, k = 64: 0.743 / 0.767; S = 1,024, k = 64: 0.970 /
+  # 0.978. Where every program falls back (scores built to tie): 0.440 / 0.430.
+  final_select: str = "frontier"
   # Rank only the first k // 2 entries of each half; the rest, which pair only with rank 0
   # of the other half, enter the final rounds as one lazy candidate per half (`_Tail`).
   # Applies where half_select="groups" and final_select is "frontier" or "tournament" (the
@@ -125,9 +125,9 @@ class KernelConfig(NamedTuple):
 # 0.51; S = 512, k = 32: 0.91 / 0.64 (k = 64: 1.32 / 1.37-1.39 forward, slower back to back
 # and with the backward: a tie); S = 1,024, k = 32 and 64: 1.65 / 0.93 and 2.26 / 1.63.
 THRESHOLD_MAX_SUB_KEYS_PER_K = 4
-# From this k on the groups tournament takes 2 rows per program, not 4. On the H200 at
-# 65,536 rows, back to back, fwd ms (default against block_rows=2, two processes; WORKSPACE.md,
-# issue 12, session 37): S = 512, k = 64: 0.831 / 0.770 and 0.829 / 0.775; S = 1,024, k = 64:
+# From this k on the groups take 2 rows per program, not 4 (timed with the tournament). On the
+# H200 at 65,536 rows, back to back, fwd ms (default against block_rows=2, two processes;
+# WORKSPACE.md, issue 12, session 37): S = 512, k = 64: 0.831 / 0.770 and 0.829 / 0.775; S = 1,024, k = 64:
 # 1.016 / 0.979 and 1.014 / 0.981. At k = 32, 2 rows were the slower (S = 512: 0.436
 # against 0.411, session 35). Untimed between 32 and 64, and above 64.
 TWO_ROWS_MIN_K = 64
@@ -159,7 +159,7 @@ def check_config(config: KernelConfig) -> None:
 
 def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
   """How many of each half's `per_half` best entries the kernel ranks in order: all, or
-  with `lazy_tail` (groups and tournament) those below k // 2 (a rank i >= k // 2 pairs
+  with `lazy_tail` (groups, frontier or tournament) those below k // 2 (a rank i >= k // 2 pairs
   only with rank 0 of the other half: (i + 1)(j + 1) <= k leaves j = 0)."""
   lazy = (config.lazy_tail and config.half_select == "groups"
           and config.final_select in _LAZY_FINAL_SELECTS)
@@ -360,25 +360,88 @@ class _Groups(NamedTuple):
                            jnp.where(won, new_col, state.best_col))
 
 
+def key_value(key: jax.Array) -> jax.Array:
+  """int32 -> float32, the inverse of `ordered_key` (key 0 gives +0.0)."""
+  negative = key >> 31
+  return lax.bitcast_convert_type((key + negative) ^ (negative & 0x7FFFFFFF), jnp.float32)
+
+
+def _may_misorder(falling_gap, first_abs, second_abs) -> jax.Array:
+  """Whether some row of the program may have a frontier lane out of (key desc, slot asc)
+  order (`_select_frontier`); a scalar bool. falling_gap [R, 1]: the smallest drop in
+  score between neighbouring ranks of the second half whose columns fall (inf: none);
+  first_abs, second_abs [R, 1]: the largest |score| among each half's ranked entries.
+
+  Lane i holds s1_i + s2_j for the second half's ranks j in order, and neighbours j, j + 1
+  come out of slot order only where their sums are equal and their columns fall (equal
+  second-half scores come lowest column first). Different scores give equal float32 sums
+  only where they differ by at most the spacing of floats at the sums, at most 2^-23 of
+  |sum| <= M = first_abs + second_abs. So: a falling gap of at most M * 2^-22 (twice
+  that, for the rounding of the difference and of M), or M not finite (an infinite score
+  makes a whole lane's sums equal), or M below 2^-100 (so that M * 2^-22 is a normal float
+  where a backend flushes subnormal results to zero)."""
+  bound = first_abs + second_abs
+  flagged = ((falling_gap <= bound * jnp.float32(2.0 ** -22)) | (bound == jnp.inf)
+             | (bound < jnp.float32(2.0 ** -100)))
+  return jnp.max(flagged.astype(jnp.int32)) > 0
+
+
+class _TieWatch(NamedTuple):
+  """`_may_misorder`'s inputs gathered round by round while the groups rank the halves
+  (`_groups_halves`), from each round's picks: a few [R, 1] operations per round where
+  reloading the ranked entries' scores afterwards (`_lanes_may_misorder`) made the
+  frontier 5% slower (WORKSPACE.md, issue 12, session 40). [R, 1] each: the second half's
+  last pick (value, col), then `_may_misorder`'s inputs so far."""
+  value: jax.Array
+  col: jax.Array
+  falling_gap: jax.Array
+  first_abs: jax.Array
+  second_abs: jax.Array
+
+  @staticmethod
+  def start(rows: _Rows) -> "_TieWatch":
+    zero = jnp.zeros(rows.load.shape, jnp.float32)
+    return _TieWatch(zero, jnp.full(rows.load.shape, -1, jnp.int32),
+                     jnp.full(rows.load.shape, jnp.inf, jnp.float32), zero, zero)
+
+  def watch(self, first: _HalfState, second: _HalfState) -> "_TieWatch":
+    """The same after the halves' picks of one more round (`top`, `pick_col`)."""
+    value = key_value(second.top)
+    falling = second.pick_col < self.col  # never in round 0 (col -1)
+    gap = jnp.where(falling, self.value - value, jnp.inf)
+    return _TieWatch(value, second.pick_col, jnp.minimum(self.falling_gap, gap),
+                     jnp.maximum(self.first_abs, jnp.abs(key_value(first.top))),
+                     jnp.maximum(self.second_abs, jnp.abs(value)))
+
+  def may_misorder(self) -> jax.Array:
+    return _may_misorder(self.falling_gap, self.first_abs, self.second_abs)
+
+
 def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: int,
-                   rounds: int, pick: str, group_size: int):
+                   rounds: int, pick: str, group_size: int, watch_ties: bool = False):
   """`_scan_half`'s result for both halves (offsets 0 and S; ranks and logs per half) by a
   tournament over groups of `group_size` consecutive entries (module docstring, step 1,
   "groups"), and each half's `_Groups` and state after the rounds (its head: the pick of
   round `rounds`). One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
-  half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
+  half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29).
+  watch_ties: also return `_TieWatch.may_misorder` over the ranked entries (else None)."""
   halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick)
                  for offset in (0, sub_keys))
 
-  def round_(r, states):
+  def round_(r, carry):
+    states, watch = carry
     for log, state in zip(logs, states):
       _log_pick(log, rows, r, state.pick_col)
-    return tuple(half.take(state) for half, state in zip(halves, states))
+    if watch_ties:
+      watch = watch.watch(*states)
+    return tuple(half.take(state) for half, state in zip(halves, states)), watch
 
-  states = lax.fori_loop(0, rounds, round_, tuple(half.start() for half in halves))
+  states, watch = lax.fori_loop(
+      0, rounds, round_, (tuple(half.start() for half in halves),
+                          _TieWatch.start(rows) if watch_ties else ()))
   picks = tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
-  return picks, halves, states
+  return picks, halves, states, watch.may_misorder() if watch_ties else None
 
 
 # Candidates per group of the final selection's tournament.
@@ -623,18 +686,9 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
 
 
 def _lanes_may_misorder(scores_ref, rows: _Rows, logs, ranked: int, sub_keys: int):
-  """Whether some row of the program may have a frontier lane out of (key desc, slot asc)
-  order (`_select_frontier`); a scalar bool, from the halves' pick logs.
-
-  Lane i holds s1_i + s2_j for the second half's ranks j in order, and neighbours j, j + 1
-  come out of slot order only where their sums are equal and their columns fall (equal
-  second-half scores come lowest column first). Different scores give equal float32 sums
-  only where they differ by at most the spacing of floats at the sums, at most 2^-23 of
-  |sum| <= M = max |s1| + max |s2| over the ranked entries (each half's first or last).
-  So: columns falling where the scores differ by at most M * 2^-22 (twice that, for the
-  rounding of the difference and of M), or M not finite (an infinite score makes a whole
-  lane's sums equal), or M below 2^-100 (so that M * 2^-22 is a normal float where a
-  backend flushes subnormal results to zero)."""
+  """`_may_misorder` from the halves' pick logs and the scores, for halves not ranked by
+  the groups (which gather its inputs as they rank: `_TieWatch`). The largest |score| of
+  a half's ranked entries is its first's or its last's."""
   lanes = next_power_of_two(max(ranked, 2))
   rank = jnp.arange(lanes, dtype=jnp.int32)[None, :]                  # [1, L]
   inside = jnp.broadcast_to(rank < ranked - 1, (rows.load.shape[0], lanes))
@@ -647,13 +701,11 @@ def _lanes_may_misorder(scores_ref, rows: _Rows, logs, ranked: int, sub_keys: in
   next_cols, next_values = ranked_entries(logs[1], sub_keys, rank + 1)
   ends = jnp.broadcast_to((ranked - 1) * jnp.arange(2, dtype=jnp.int32)[None, :],
                           (rows.load.shape[0], 2))                     # ranks 0, ranked - 1
-  bound = (jnp.max(jnp.abs(ranked_entries(logs[0], 0, ends)[1]), axis=1, keepdims=True)
-           + jnp.max(jnp.abs(ranked_entries(logs[1], sub_keys, ends)[1]), axis=1,
-                     keepdims=True))                                   # [R, 1]
-  close = values - next_values <= bound * jnp.float32(2.0 ** -22)
-  falling = inside & (next_cols < cols) & close
-  unbounded = (bound == jnp.inf) | (bound < jnp.float32(2.0 ** -100))
-  return jnp.max((falling | unbounded).astype(jnp.int32)) > 0
+  falling = inside & (next_cols < cols)
+  return _may_misorder(
+      jnp.min(jnp.where(falling, values - next_values, jnp.inf), axis=1, keepdims=True),
+      *(jnp.max(jnp.abs(ranked_entries(log, offset, ends)[1]), axis=1, keepdims=True)
+        for log, offset in zip(logs, (0, sub_keys))))
 
 
 def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
@@ -677,7 +729,7 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
 
   Equal sums along a lane must come lowest slot first, and rounding can break that: two
   second-half scores that differ can give the same float32 sum, their slots in either
-  order. A program where that may happen (`misordered`, a scalar from
+  order. A program where that may happen (`misordered`, a scalar from `_TieWatch` or
   `_lanes_may_misorder`) runs `_tournament` instead, which takes any order. tails: as in
   `_select`."""
   total = candidates_ref.shape[-1]
@@ -733,10 +785,12 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
     _tournament(rows, candidates_ref, idx_ref, k, tails, id_bits=next_bits if packed else 0,
                 lane_in_id=False)
 
-  # On the H200 at S = 512, k = 32 this took 0.345 ms, the frontier without any fallback
-  # 0.325, the tournament 0.354-0.360. Slower: the frontier in every program and the
-  # tournament after it where misordered (0.352), or the tournament as a second launch
-  # whose programs exit unless flagged (0.376): WORKSPACE.md, issue 12, session 39.
+  # On the H200 at S = 512, k = 32 this took 0.324-0.328 ms with `_TieWatch`'s flag, 0.343
+  # with `_lanes_may_misorder`'s, the frontier with no flag and no fallback 0.326-0.331
+  # (session 40). Slower: the frontier in every program and the tournament after it where
+  # misordered (0.352), or the tournament as a second launch whose programs exit unless
+  # flagged (0.376; session 39), or whose programs each check 8 of the first launch's
+  # (0.363; session 40): WORKSPACE.md, issue 12.
   lax.cond(misordered, tournament, frontier)
   platform.triton_barrier(interpret)
 
@@ -907,10 +961,12 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
   width = 2 * sub_keys
   tails = ()
+  misordered = None
   if config.half_select == "groups":
-    (first_idx, second_idx), halves, states = _groups_halves(
+    (first_idx, second_idx), halves, states, misordered = _groups_halves(
         scores_ref, rows, (first_rank, second_rank), logs, sub_keys=sub_keys,
-        rounds=ranked, pick=config.pick, group_size=config.group_size)
+        rounds=ranked, pick=config.pick, group_size=config.group_size,
+        watch_ties=config.final_select == "frontier")
     if ranked < per_half:  # the later ranks as lazy tails
       tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                     for i, (half, other, state) in enumerate(zip(halves, halves[::-1],
@@ -936,7 +992,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     _select_frontier(keys, slots, starts, rows, ranks_ref, work["candidates"], idx_ref, k,
                      sub_keys, frontier_layout(k, ranked).ranks.shape[1],
                      next_power_of_two(ranked),
-                     _lanes_may_misorder(scores_ref, rows, logs, ranked, sub_keys),
+                     _lanes_may_misorder(scores_ref, rows, logs, ranked, sub_keys)
+                     if misordered is None else misordered,
                      interpret, tails)
   else:
     _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys, interpret,

@@ -24,9 +24,10 @@ IMPLS = {"xla": topk_xla.product_key_topk, "pallas": topk_pallas.product_key_top
                                          interpret=tpu_interpret.RACE_CHECKED)}
 COMPILED_ON_GPU = ("xla", "pallas")
 # The compiled `gpu` tests' configs: one of each kind the benchmark sweep times (WORKSPACE.md);
-# the third was the default in session 35, the default (lazy tails) is since session 36, the
-# last but one is the default's tiling where k >= 64 since session 37, and the last the
-# frontier final selection (session 39).
+# the third was the default in session 35, lazy tails are the default since session 36, the
+# frontier final selection since session 40 (the last but two: the default; the last but
+# one: its tiling where k >= 64), and the last is the tournament, the default of sessions
+# 17-39.
 GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax", lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min",
@@ -40,7 +41,7 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
     topk_pallas.KernelConfig(),
     topk_pallas.KernelConfig(block_rows=2),
-    topk_pallas.KernelConfig(final_select="frontier"),
+    topk_pallas.KernelConfig(final_select="tournament"),
 ]
 
 
@@ -133,20 +134,22 @@ def test_tpu_kernel_lowers_for_tpu(sub_keys, k):
 
 # Non-default GPU kernel configs (results must not depend on the config): several rows per
 # program (5 rows: not a multiple of 2 or 4), whole-half scans, both picks, groups smaller
-# and larger than a half, with and without lazy tails, the tournament (the default) and
-# the frontier, threshold selections.
+# and larger than a half, with and without lazy tails, the frontier (the default) and the
+# tournament, threshold selections.
 CONFIGS = [
     topk_pallas.KernelConfig(half_select="scan", block_rows=4, num_warps=4, pick="argmax",
                              final_select="frontier"),
     topk_pallas.KernelConfig(half_select="groups", group_size=4, pick="max_min",
                              lazy_tail=False, final_select="frontier"),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, block_rows=2, pick="argmax",
-                             lazy_tail=False),
-    topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2),
+                             lazy_tail=False, final_select="tournament"),
+    topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2,
+                             final_select="tournament"),
     # Lazy tails (the default): one row and several; groups of 4, far fewer than a half's
     # ranks, so many tail rounds.
-    topk_pallas.KernelConfig(block_rows=1, final_select="frontier"),
-    topk_pallas.KernelConfig(group_size=4, block_rows=4, pick="max_min"),
+    topk_pallas.KernelConfig(block_rows=1),
+    topk_pallas.KernelConfig(group_size=4, block_rows=4, pick="max_min",
+                             final_select="tournament"),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
 ]
@@ -207,16 +210,19 @@ def rounding_tied_scores(sub_keys: int) -> jnp.ndarray:
 # by rounding it can take a higher slot first (`_Tail`).
 @pytest.mark.parametrize("sub_keys,k,lazy_tail", [(8, 32, True), (32, 32, False),
                                                   (8, 48, False)])
-@pytest.mark.parametrize("final_select", ["frontier", "tournament"])
+@pytest.mark.parametrize("final_select,half_select", [("frontier", "groups"),
+                                                      ("frontier", "scan"),
+                                                      ("tournament", "groups")])
 def test_final_selections_take_the_lowest_ids_among_sums_tied_by_rounding(
-    final_select, sub_keys, k, lazy_tail):
+    final_select, half_select, sub_keys, k, lazy_tail):
   """Equal float32 sums from unequal scores (`rounding_tied_scores`) still go lowest id
   first: the frontier's lanes are then out of id order, and it falls back to the
-  tournament (`_select_frontier`). (S = 8, k = 32: every rank of a half is ranked, so no
-  tails either way.)"""
+  tournament (`_select_frontier`), flagged by the groups' rounds (`_TieWatch`) or, after
+  whole-half scans, from the pick logs (`_lanes_may_misorder`). (S = 8, k = 32: every rank
+  of a half is ranked, so no tails either way.)"""
   scores = rounding_tied_scores(sub_keys)
-  config = topk_pallas.KernelConfig(final_select=final_select, block_rows=2,
-                                    lazy_tail=lazy_tail)
+  config = topk_pallas.KernelConfig(final_select=final_select, half_select=half_select,
+                                    block_rows=2, lazy_tail=lazy_tail)
   idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
                         static_argnums=1)(scores, k)
   assert_matches_brute_force(idx, logits, scores, k)
@@ -266,6 +272,10 @@ def test_ordered_key_orders_like_the_floats():
 
   np.testing.assert_array_equal(order(keys), order(values))
   assert keys[values == 0].min() == keys[values == 0].max() == 0
+  # key_value inverts it (-0.0 comes back as +0.0, the two sharing a key).
+  back = np.asarray(topk_pallas.key_value(jnp.asarray(keys)))
+  np.testing.assert_array_equal(back, np.where(values == 0, np.float32(0), values))
+  assert not np.signbit(back[values == 0]).any()
 
 
 @pytest.mark.parametrize("config", [topk_pallas.KernelConfig(), *CONFIGS], ids=str)
@@ -294,13 +304,15 @@ def test_kernel_config_is_checked(field, value):
 
 
 def test_lazy_tails_rank_half_of_k_in_the_groups_tournament_only():
-  """Ranks i >= k // 2 pair only with the other half's rank 0: the groups tournament (the
-  default) ranks the first k // 2 of min(k, S) per half, every other selection all."""
+  """Ranks i >= k // 2 pair only with the other half's rank 0: the groups with the frontier
+  (the default) or the tournament rank the first k // 2 of min(k, S) per half, every other
+  selection all."""
   ranked = topk_pallas.ranked_per_half
   config = topk_pallas.KernelConfig()
   assert config.lazy_tail and config.half_select == "groups"
   assert [ranked(k, min(k, s), config) for s, k in [(512, 32), (512, 64), (6, 11), (4, 16),
                                                      (32, 1)]] == [16, 32, 5, 4, 1]
+  assert ranked(64, 64, config._replace(final_select="tournament")) == 32
   for other in (config._replace(lazy_tail=False), config._replace(half_select="scan"),
                 config._replace(final_select="threshold"), THRESHOLD):
     assert ranked(32, 32, other) == 32
@@ -314,7 +326,7 @@ def test_default_config_thresholds_halves_of_at_most_four_k():
     assert (config.half_select, config.final_select) == ("threshold", "threshold")
   for sub_keys, k in [(512, 32), (256, 32), (1024, 16)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig()
-  # Two rows per program from k = 64 on (the groups tournament).
+  # Two rows per program from k = 64 on (the groups).
   for sub_keys, k in [(512, 64), (1024, 64), (2048, 128)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(block_rows=2)
 
