@@ -1,0 +1,52 @@
+"""Times the product-key top-k kernel on rows that flag every frontier program: a first half
+that swamps the second (1e4 x normal against 1e-3 x normal), so that neighbouring
+second-half scores give one float32 sum and `_lanes_may_misorder` flags every program, and
+the frontier's second launch selects every row again by the tournament (`_rerun_kernel`).
+Its worst case, against the tournament on the same rows and on normal rows.
+
+  python -m experiments.device.time_topk_flagged --rows=65536 --sub_keys=512 --k=32
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from absl import app
+from absl import flags
+import jax
+import jax.numpy as jnp
+
+from pallas_kernels.product_key import topk_pallas
+from pallas_kernels.product_key import topk_xla
+from sdm_jax.evaluation import timing
+
+_ROWS = flags.DEFINE_integer("rows", 65536, "Rows of scores.")
+_SUB_KEYS = flags.DEFINE_integer("sub_keys", 512, "S, scores per half.")
+_K = flags.DEFINE_integer("k", 32, "Slots per row.")
+_REPEATS = flags.DEFINE_integer("repeats", 30, "Timed calls.")
+
+
+def main(argv):
+  del argv
+  rows, sub_keys, k = _ROWS.value, _SUB_KEYS.value, _K.value
+  first, second = jax.random.normal(jax.random.PRNGKey(0), (2, rows, sub_keys))
+  inputs = {"swamped": jnp.concatenate([1e4 * first, 1e-3 * second], axis=-1),
+            "normal": jnp.concatenate([first, second], axis=-1)}
+  results = []
+  for name, scores in inputs.items():
+    want = jax.jit(functools.partial(topk_xla.product_key_topk, k=k))(scores)[0]
+    for final_select in ("frontier", "tournament"):
+      config = topk_pallas.default_config(sub_keys, k)._replace(final_select=final_select)
+      topk = jax.jit(functools.partial(topk_pallas.product_key_topk, k=k, config=config))
+      times = timing.time_call(lambda: topk(scores), warmup=2, repeats=_REPEATS.value)
+      results.append({"scores": name, "final_select": final_select,
+                      "fwd_back_to_back_ms": times["back_to_back_ms"],
+                      "same_ids_as_xla": bool(jnp.array_equal(topk(scores)[0], want))})
+      print(f"{name:8s} {final_select:10s} {times['back_to_back_ms']:.3f} ms "
+            f"same ids: {results[-1]['same_ids_as_xla']}")
+  print(json.dumps({"rows": rows, "sub_keys": sub_keys, "k": k, "results": results}))
+
+
+if __name__ == "__main__":
+  app.run(main)
