@@ -91,8 +91,9 @@ class KernelConfig(NamedTuple):
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
   faster than "max_min" at every shape where the groups tournament was the default (S =
   1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), lazy tails since session 36
-  (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k `default_config` takes threshold selections, and 2 rows per
-  program from k = 64 on (`TWO_ROWS_MIN_K`).
+  (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k
+  `default_config` takes threshold selections, and 2 rows per program from k = 64 on
+  (`TWO_ROWS_MIN_K`).
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -127,9 +128,9 @@ class KernelConfig(NamedTuple):
 THRESHOLD_MAX_SUB_KEYS_PER_K = 4
 # From this k on the groups take 2 rows per program, not 4 (timed with the tournament). On the
 # H200 at 65,536 rows, back to back, fwd ms (default against block_rows=2, two processes;
-# WORKSPACE.md, issue 12, session 37): S = 512, k = 64: 0.831 / 0.770 and 0.829 / 0.775; S = 1,024, k = 64:
-# 1.016 / 0.979 and 1.014 / 0.981. At k = 32, 2 rows were the slower (S = 512: 0.436
-# against 0.411, session 35). Untimed between 32 and 64, and above 64.
+# WORKSPACE.md, issue 12, session 37): S = 512, k = 64: 0.831 / 0.770 and 0.829 / 0.775;
+# S = 1,024, k = 64: 1.016 / 0.979 and 1.014 / 0.981. At k = 32, 2 rows were the slower
+# (S = 512: 0.436 against 0.411, session 35). Untimed between 32 and 64, and above 64.
 TWO_ROWS_MIN_K = 64
 
 
@@ -159,8 +160,8 @@ def check_config(config: KernelConfig) -> None:
 
 def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
   """How many of each half's `per_half` best entries the kernel ranks in order: all, or
-  with `lazy_tail` (groups, frontier or tournament) those below k // 2 (a rank i >= k // 2 pairs
-  only with rank 0 of the other half: (i + 1)(j + 1) <= k leaves j = 0)."""
+  with `lazy_tail` (groups, frontier or tournament) those below k // 2 (a rank i >= k // 2
+  pairs only with rank 0 of the other half: (i + 1)(j + 1) <= k leaves j = 0)."""
   lazy = (config.lazy_tail and config.half_select == "groups"
           and config.final_select in _LAZY_FINAL_SELECTS)
   if lazy and k >= 2:
