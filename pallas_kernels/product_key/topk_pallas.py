@@ -113,7 +113,9 @@ class KernelConfig(NamedTuple):
   # Applies where half_select="groups" and final_select is "frontier" or "tournament" (the
   # other selections rank every entry). On the H200 at 65,536 rows, back to back, fwd ms
   # (session 36, mean of 4 processes at k = 32): S = 512, k = 32: 0.375 against 0.393; k =
-  # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12).
+  # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12). Not
+  # exact where two different scores round to one sum with the partner: a tail may then
+  # take the higher slot first (module docstring); False returns the XLA twin's ids always.
   lazy_tail: bool = True
 
 
