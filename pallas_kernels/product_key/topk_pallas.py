@@ -115,7 +115,8 @@ class KernelConfig(NamedTuple):
   # (session 36, mean of 4 processes at k = 32): S = 512, k = 32: 0.375 against 0.393; k =
   # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12). Not
   # exact where two different scores round to one sum with the partner: a tail may then
-  # take the higher slot first (module docstring); False returns the XLA twin's ids always.
+  # take the higher slot first (module docstring); with False the kernel returns the XLA
+  # twin's ids there too (tested on rows built to tie sums by rounding).
   lazy_tail: bool = True
 
 
