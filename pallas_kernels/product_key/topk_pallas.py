@@ -520,6 +520,13 @@ def _best_tail(tail_carry):
   return key, slot, which
 
 
+def _start_tails(tails):
+  """(tail_carry, tail_head) before the final rounds: per tail (state, key, slot) of its
+  head's pair (`_Tail.candidate`), and the best of them (`_best_tail`; () without tails)."""
+  tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
+  return tail_carry, _best_tail(tail_carry) if tails else ()
+
+
 def _store_candidates(keys, slots, starts, rows: _Rows, candidates_ref, interpret: bool):
   """Stores per part keys [R, P] and slots [R, P] at lanes `starts` + 0..P-1 of
   candidates_ref [rows, 2, T] (keys, slots), then waits for the stores."""
@@ -659,9 +666,7 @@ def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, i
     return (jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot),
             tail_carry, tail_head)
 
-  tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
-  tail_head = _best_tail(tail_carry) if tails else ()
-  lax.fori_loop(0, k, round_, (best, best_slot, tail_carry, tail_head))
+  lax.fori_loop(0, k, round_, (best, best_slot, *_start_tails(tails)))
 
 
 class FrontierLayout(NamedTuple):
@@ -725,9 +730,9 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
   heads. A round is one max and one min among equal keys over the heads ([R, lanes]); the
   winning lane's head becomes its successor, one entry loaded per row. (The tournament's
   round reduces over its group bests, reloads the winner's group of 16 and reduces over
-  that too. On the H200, with no fallback, the frontier was 8-16% faster than the
-  tournament at every benchmarked shape; the fallback's code took most of that back:
-  WORKSPACE.md, issue 12, session 39.) Where slot and position fit in 31 bits together, an
+  that too. On the H200 the exact frontier was 1-9% faster than the tournament at every
+  benchmarked shape: WORKSPACE.md, issue 12, session 40.) Where slot and position fit in
+  31 bits together, an
   entry's slot is stored as slot << bits | successor, so the pick names the entry to load;
   else each lane's successor is kept beside its head and found by a third reduction.
 
@@ -781,9 +786,7 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
     first = ranks_ref[3, pl.ds(0, lanes)][None, :]                    # [1, L]
     head_key, head_id = load(jnp.broadcast_to(first, (rows.load.shape[0], lanes)))
     head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
-    tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
-    tail_head = _best_tail(tail_carry) if tails else ()
-    lax.fori_loop(0, k, round_, (head_key, head_id, head_next, tail_carry, tail_head))
+    lax.fori_loop(0, k, round_, (head_key, head_id, head_next, *_start_tails(tails)))
 
   def tournament():
     _tournament(rows, candidates_ref, idx_ref, k, tails, id_bits=next_bits if packed else 0,
