@@ -1,8 +1,8 @@
 """Times the product-key top-k kernel on rows that flag every frontier program: a first half
 that swamps the second (1e4 x normal against 1e-3 x normal), so that neighbouring
-second-half scores give one float32 sum and `_lanes_may_misorder` flags every program, and
-the frontier's second launch selects every row again by the tournament (`_rerun_kernel`).
-Its worst case, against the tournament on the same rows and on normal rows.
+second-half scores give one float32 sum, `_TieWatch` flags every program and each runs the
+tournament instead (`_select_frontier`). Its worst case, against the tournament on the same
+rows and on normal rows.
 
   python -m experiments.device.time_topk_flagged --rows=65536 --sub_keys=512 --k=32
 """
