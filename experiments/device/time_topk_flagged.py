@@ -1,8 +1,9 @@
-"""Times the product-key top-k kernel on rows that flag every frontier program: a first half
-that swamps the second (1e4 x normal against 1e-3 x normal), so that neighbouring
-second-half scores give one float32 sum, `_TieWatch` flags every program and each runs the
-tournament instead (`_select_frontier`). Its worst case, against the tournament on the same
-rows and on normal rows.
+"""Times the product-key top-k kernel on rows that send every program to its exact fallback:
+a first half that swamps the second (1e4 x normal against 1e-3 x normal), so that sums of
+different exact value share float32 keys across lanes, `_exact_order_missed` flags every
+program and each runs `_exact_frontier` after its selection (before session 41:
+`_TieWatch` flagged it and the program ran the tournament instead of the frontier). The
+worst case, for the frontier and the tournament, on these rows and on normal rows.
 
   python -m experiments.device.time_topk_flagged --rows=65536 --sub_keys=512 --k=32
 """

@@ -4,7 +4,7 @@
 `topk_pallas.product_key_topk` (a Pallas GPU kernel: per-half max-and-mask, the pruned pair
 grid, max-and-mask again) and `topk_pallas_tpu.product_key_topk` (the same selection as a
 Pallas TPU kernel, 8 rows per program) share one contract, including ties: the k slots with
-the largest sums, the lowest slot id first among equal sums.
+the largest exact sums, the lowest slot id first among equal sums (`topk_xla`'s docstring).
 """
 
 from __future__ import annotations

@@ -19,14 +19,25 @@ along the row axis for all of them at once):
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). Blocks must have
    a power-of-two size, so the candidates are split into parts of at least 32 lanes
    (`candidate_parts`: 280 -> 256 + 32 lanes rather than one block of 512);
-3. k rounds over the candidates' sums, the lowest slot id among equal sums.
-   `final_select="frontier"` (the default since session 40): the candidates go to memory
-   lane by lane, lane i holding the pairs (i, 0), (i, 1), ... best first, so the best
-   untaken candidate is the best of the lanes' heads and a round loads only the winner's
-   successor (`_select_frontier`; a program where rounding may put a lane out of order,
-   which the halves' rounds watch for, runs the tournament instead). "tournament", like
-   step 1's "groups": the candidates go to working memory, each group of 16 keeps its best
-   untaken one, and a round reloads the winner's group (`_tournament`).
+3. k rounds over the candidates' sums by (key, slot): the largest float32 sum, the lowest
+   slot id among equal ones. `final_select="frontier"` (the default since session 40): the
+   candidates go to memory lane by lane, lane i holding the pairs (i, 0), (i, 1), ... best
+   first, so the best untaken candidate is the best of the lanes' heads and a round loads
+   only the winner's successor (`_select_frontier`). "tournament", like step 1's "groups":
+   the candidates go to working memory, each group of 16 keeps its best untaken one, and a
+   round reloads the winner's group (`_tournament`);
+4. the contract orders slots by their exact sums (`topk_xla`), and (key, slot) differs
+   from that order only among equal keys of different exact sums (rounding ties). Every
+   sequence the rounds take from (a lane, a tail, a group's rest) is in the exact order,
+   so the k picks are the exact order's unless two picks in a row have equal keys and are
+   out of that order, or an untaken head has the last pick's key and ranks before it
+   (`_exact_order_missed`: a few [R, 1] operations per round, the residuals loaded only
+   where keys tie). A program where either happens selects again by the exact order
+   (`_exact_frontier`, under a `lax.cond`). Of 65,536 random normal rows at S = 512, k =
+   32, 74 have two equal logits in a row and 7 an order other than (key, slot)'s (XLA, by
+   the twin against its session-40 form). `KernelConfig.exact_order=False` skips the
+   step: 12% faster on the H200 (0.328 against 0.372 ms), ids may then differ from the
+   twin's where sums tie by rounding.
 
 With `lazy_tail` (the default; "groups" halves, tournament or frontier), step 1 ranks only
 the first k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the
@@ -34,9 +45,9 @@ other half, so those ranks need no order among themselves. Each half's rest ente
 as one lazy candidate, its head (best untaken entry) plus the other half's best: a final
 round compares the better of the two heads with the best of the other candidates, and a
 round that takes it runs that half's next round (under a `lax.cond`: rounds that take no
-tail skip it). A tail presents its entries in score order, so where two different scores
-give the same float32 sum with the partner it can take the higher slot first, unlike the
-XLA twin (found in session 39; `lazy_tail=False` has no such case).
+tail skip it). A tail presents its entries in score order, which is the exact order of
+their sums with the partner. (Until session 41 the contract compared rounded sums, and a
+tail could then take the higher slot first among sums tied by rounding.)
 
 `half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
 rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, 32
@@ -72,7 +83,7 @@ import numpy as np
 
 from pallas_kernels import platform
 from pallas_kernels.blocks import check_power_of_two_fields, next_power_of_two
-from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent
+from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent, sum_residual
 
 _NO_ID = np.iinfo(np.int32).max
 _TAKEN = np.iinfo(np.int32).min  # the key of a taken (or padding) entry
@@ -113,11 +124,19 @@ class KernelConfig(NamedTuple):
   # Applies where half_select="groups" and final_select is "frontier" or "tournament" (the
   # other selections rank every entry). On the H200 at 65,536 rows, back to back, fwd ms
   # (session 36, mean of 4 processes at k = 32): S = 512, k = 32: 0.375 against 0.393; k =
-  # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12). Not
-  # exact where two different scores round to one sum with the partner: a tail may then
-  # take the higher slot first (module docstring); with False the kernel returns the XLA
-  # twin's ids there too (tested on rows built to tie sums by rounding).
+  # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12); session
+  # 41, with the frontier: 0.327 against 0.378 at S = 512, k = 32.
   lazy_tail: bool = True
+  # Check the picks against the contract's exact order and select again where they may
+  # miss it (module docstring, step 4). False: among different sums that round to one
+  # float32 the lower slot may come first where the larger exact sum should, so ids can
+  # differ from the XLA twin's there (7 of 65,536 random normal rows at S = 512, k = 32);
+  # the logits are the same. On the H200 at
+  # 65,536 rows, S = 512, k = 32, float32, back to back (WORKSPACE.md, issue 12, session
+  # 41): True 0.372-0.374 ms, False 0.328, session 40's tree (no exact order) 0.327-0.332;
+  # the check without `_exact_frontier`'s code in the kernel 0.334, so that code costs
+  # about 11% though almost no program runs it.
+  exact_order: bool = True
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -364,88 +383,25 @@ class _Groups(NamedTuple):
                            jnp.where(won, new_col, state.best_col))
 
 
-def key_value(key: jax.Array) -> jax.Array:
-  """int32 -> float32, the inverse of `ordered_key` (key 0 gives +0.0)."""
-  negative = key >> 31
-  return lax.bitcast_convert_type((key + negative) ^ (negative & 0x7FFFFFFF), jnp.float32)
-
-
-def _may_misorder(falling_gap, first_abs, second_abs) -> jax.Array:
-  """Whether some row of the program may have a frontier lane out of (key desc, slot asc)
-  order (`_select_frontier`); a scalar bool. falling_gap [R, 1]: the smallest drop in
-  score between neighbouring ranks of the second half whose columns fall (inf: none);
-  first_abs, second_abs [R, 1]: the largest |score| among each half's ranked entries.
-
-  Lane i holds s1_i + s2_j for the second half's ranks j in order, and neighbours j, j + 1
-  come out of slot order only where their sums are equal and their columns fall (equal
-  second-half scores come lowest column first). Different scores give equal float32 sums
-  only where they differ by at most the spacing of floats at the sums, at most 2^-23 of
-  |sum| <= M = first_abs + second_abs. So: a falling gap of at most M * 2^-22 (twice
-  that, for the rounding of the difference and of M), or M not finite (an infinite score
-  makes a whole lane's sums equal), or M below 2^-100 (so that M * 2^-22 is a normal float
-  where a backend flushes subnormal results to zero)."""
-  bound = first_abs + second_abs
-  flagged = ((falling_gap <= bound * jnp.float32(2.0 ** -22)) | (bound == jnp.inf)
-             | (bound < jnp.float32(2.0 ** -100)))
-  return jnp.max(flagged.astype(jnp.int32)) > 0
-
-
-class _TieWatch(NamedTuple):
-  """`_may_misorder`'s inputs gathered round by round while the groups rank the halves
-  (`_groups_halves`), from each round's picks: a few [R, 1] operations per round where
-  reloading the ranked entries' scores afterwards (`_lanes_may_misorder`) made the
-  frontier 5% slower (WORKSPACE.md, issue 12, session 40). [R, 1] each: the second half's
-  last pick (value, col), then `_may_misorder`'s inputs so far."""
-  value: jax.Array
-  col: jax.Array
-  falling_gap: jax.Array
-  first_abs: jax.Array
-  second_abs: jax.Array
-
-  @staticmethod
-  def start(rows: _Rows) -> "_TieWatch":
-    zero = jnp.zeros(rows.load.shape, jnp.float32)
-    return _TieWatch(zero, jnp.full(rows.load.shape, -1, jnp.int32),
-                     jnp.full(rows.load.shape, jnp.inf, jnp.float32), zero, zero)
-
-  def watch(self, first: _HalfState, second: _HalfState) -> "_TieWatch":
-    """The same after the halves' picks of one more round (`top`, `pick_col`)."""
-    value = key_value(second.top)
-    falling = second.pick_col < self.col  # never in round 0 (col -1)
-    gap = jnp.where(falling, self.value - value, jnp.inf)
-    return _TieWatch(value, second.pick_col, jnp.minimum(self.falling_gap, gap),
-                     jnp.maximum(self.first_abs, jnp.abs(key_value(first.top))),
-                     jnp.maximum(self.second_abs, jnp.abs(value)))
-
-  def may_misorder(self) -> jax.Array:
-    return _may_misorder(self.falling_gap, self.first_abs, self.second_abs)
-
-
 def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: int,
-                   rounds: int, pick: str, group_size: int, watch_ties: bool = False):
+                   rounds: int, pick: str, group_size: int):
   """`_scan_half`'s result for both halves (offsets 0 and S; ranks and logs per half) by a
   tournament over groups of `group_size` consecutive entries (module docstring, step 1,
   "groups"), and each half's `_Groups` and state after the rounds (its head: the pick of
   round `rounds`). One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
-  half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29).
-  watch_ties: also return `_TieWatch.may_misorder` over the ranked entries (else None)."""
+  half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
   halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick)
                  for offset in (0, sub_keys))
 
-  def round_(r, carry):
-    states, watch = carry
+  def round_(r, states):
     for log, state in zip(logs, states):
       _log_pick(log, rows, r, state.pick_col)
-    if watch_ties:
-      watch = watch.watch(*states)
-    return tuple(half.take(state) for half, state in zip(halves, states)), watch
+    return tuple(half.take(state) for half, state in zip(halves, states))
 
-  states, watch = lax.fori_loop(
-      0, rounds, round_, (tuple(half.start() for half in halves),
-                          _TieWatch.start(rows) if watch_ties else ()))
+  states = lax.fori_loop(0, rounds, round_, tuple(half.start() for half in halves))
   picks = tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
-  return picks, halves, states, watch.may_misorder() if watch_ties else None
+  return picks, halves, states
 
 
 # Candidates per group of the final selection's tournament.
@@ -527,6 +483,38 @@ def _start_tails(tails):
   return tail_carry, _best_tail(tail_carry) if tails else ()
 
 
+def _tail_heads(tail_carry) -> tuple:
+  """Per tail, (key, slot) [R, 1] of its head after the final rounds (`_Picked.heads`)."""
+  return tuple((key, slot) for _, key, slot in tail_carry)
+
+
+class _Runs(NamedTuple):
+  """Whether some round took the same key as the round before it ([R, 1]): only then can
+  picks taken by (key, slot) be out of the exact order among themselves."""
+  last_key: jax.Array
+  seen: jax.Array
+
+  @staticmethod
+  def start(rows: _Rows) -> "_Runs":
+    return _Runs(jnp.full(rows.load.shape, _TAKEN, jnp.int32),
+                 jnp.zeros(rows.load.shape, jnp.bool_))
+
+  def after(self, taken_key) -> "_Runs":
+    return _Runs(taken_key, self.seen | (taken_key == self.last_key))
+
+
+class _Picked(NamedTuple):
+  """What a final selection that compares by (key, slot) leaves for `_exact_order_missed`:
+  heads, per sequence of untaken candidates (a frontier lane, a tournament group, a tail;
+  or single candidates), (keys [R, X], slots [R, X]) of its first, which is at least as
+  good in the exact order as any after it (`_TAKEN` keys: none); runs [R, 1] bool: some
+  two picks in a row had equal keys (None: not known); missed: a scalar, the selection's
+  own finding that it may have missed the exact order (None: no such finding)."""
+  heads: tuple
+  runs: jax.Array | None
+  missed: jax.Array | None = None
+
+
 def _store_candidates(keys, slots, starts, rows: _Rows, candidates_ref, interpret: bool):
   """Stores per part keys [R, P] and slots [R, P] at lanes `starts` + 0..P-1 of
   candidates_ref [rows, 2, T] (keys, slots), then waits for the stores."""
@@ -572,7 +560,7 @@ def _pack_ids(slots, lows, bits: int):
 
 
 def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, sub_keys: int,
-            interpret: bool, tails: tuple = ()):
+            interpret: bool, tails: tuple = ()) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: per part
   keys [R, P] and slots [R, P] (distinct where the key is not _TAKEN; lanes from
   `starts`) are stored to candidates_ref [rows, 2, T] (keys, slots) for `_tournament`.
@@ -586,13 +574,14 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
     slots = _pack_ids(slots, [int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
                               for part, start in zip(slots, starts)], lane_bits)
   _store_candidates(keys, slots, starts, rows, candidates_ref, interpret)
-  _tournament(rows, candidates_ref, idx_ref, k, tails, id_bits=lane_bits if with_lane else 0,
-              lane_in_id=with_lane)
+  picked = _tournament(rows, candidates_ref, idx_ref, k, tails,
+                       id_bits=lane_bits if with_lane else 0, lane_in_id=with_lane)
   platform.triton_barrier(interpret)
+  return picked
 
 
 def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, id_bits: int,
-                lane_in_id: bool):
+                lane_in_id: bool) -> _Picked:
   """k rounds of the stored candidates' tournament: candidates_ref [rows, 2, T] holds keys
   and ids (slot << id_bits | low bits, distinct where the key is not _TAKEN; lane_in_id:
   the low bits are the candidate's lane). Each group of `_CANDIDATE_GROUP` lanes keeps its
@@ -604,7 +593,8 @@ def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, i
   winner with the best of the tails' heads only (kept beside them, `_best_tail`), and one
   `lax.cond` on whether any row took it advances the tail it came from for those rows
   (`_advance_tail`), so rounds that take none skip that work after one compare and one
-  reduction over the rows."""
+  reduction over the rows. Returns the group bests and tails' heads after the rounds for
+  `_exact_order_missed`."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   size = min(_CANDIDATE_GROUP, total)
@@ -632,13 +622,14 @@ def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, i
   best_slot = jnp.min(jnp.where(tile_keys == best[:, :, None], tile_slots, _NO_ID), axis=2)
 
   def round_(r, carry):
-    best, best_slot, tail_carry, tail_head = carry
+    best, best_slot, tail_carry, tail_head, runs = carry
     top = jnp.max(best, axis=1, keepdims=True)                      # [R, 1]
     pick = jnp.min(jnp.where(best == top, best_slot, _NO_ID), axis=1, keepdims=True)
     pick_slot = jnp.right_shift(pick, id_bits) if id_bits else pick
-    taken_slot = pick_slot
+    taken_slot, taken_key = pick_slot, top
     if tails:  # the best of the group bests and of the tails' heads
       took_tail, taken_slot = _against_tails(tail_head, top, pick_slot)
+      taken_key = jnp.where(took_tail, tail_head[0], top)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
     if lane_in_id:
@@ -664,9 +655,12 @@ def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, i
       won = won & ~took_tail
       tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
     return (jnp.where(won, new_best, best), jnp.where(won, new_slot, best_slot),
-            tail_carry, tail_head)
+            tail_carry, tail_head, runs.after(taken_key))
 
-  lax.fori_loop(0, k, round_, (best, best_slot, *_start_tails(tails)))
+  best, best_slot, tail_carry, _, runs = lax.fori_loop(
+      0, k, round_, (best, best_slot, *_start_tails(tails), _Runs.start(rows)))
+  best_slot = jnp.right_shift(best_slot, id_bits) if id_bits else best_slot
+  return _Picked(((best, best_slot),) + _tail_heads(tail_carry), runs.seen)
 
 
 class FrontierLayout(NamedTuple):
@@ -694,53 +688,25 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
   return FrontierLayout(ranks, nexts, lane_starts)
 
 
-def _lanes_may_misorder(scores_ref, rows: _Rows, logs, ranked: int, sub_keys: int):
-  """`_may_misorder` from the halves' pick logs and the scores, for halves not ranked by
-  the groups (which gather its inputs as they rank: `_TieWatch`). The largest |score| of
-  a half's ranked entries is its first's or its last's."""
-  lanes = next_power_of_two(max(ranked, 2))
-  rank = jnp.arange(lanes, dtype=jnp.int32)[None, :]                  # [1, L]
-  inside = jnp.broadcast_to(rank < ranked - 1, (rows.load.shape[0], lanes))
-
-  def ranked_entries(log, offset, ranks):  # columns and scores of ranks [1, L] or [R, 1]
-    cols = pltriton.load(log.scratch.at[rows.load, log.half, jnp.minimum(ranks, ranked - 1)])
-    return cols, _load_scores(scores_ref, rows, offset + cols, 2 * sub_keys)
-
-  cols, values = ranked_entries(logs[1], sub_keys, rank)
-  next_cols, next_values = ranked_entries(logs[1], sub_keys, rank + 1)
-  ends = jnp.broadcast_to((ranked - 1) * jnp.arange(2, dtype=jnp.int32)[None, :],
-                          (rows.load.shape[0], 2))                     # ranks 0, ranked - 1
-  falling = inside & (next_cols < cols)
-  return _may_misorder(
-      jnp.min(jnp.where(falling, values - next_values, jnp.inf), axis=1, keepdims=True),
-      *(jnp.max(jnp.abs(ranked_entries(log, offset, ends)[1]), axis=1, keepdims=True)
-        for log, offset in zip(logs, (0, sub_keys))))
-
-
 def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
-                     k: int, sub_keys: int, stopper: int, lanes: int, misordered,
-                     interpret: bool, tails: tuple = ()):
+                     k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
+                     tails: tuple = ()) -> "_Picked":
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (per part
   keys [R, P], slots [R, P] at lanes from `starts`) come in `frontier_layout`'s order:
   ranks_ref[2] holds each one's successor in its lane and ranks_ref[3, :lanes] the lanes'
   first positions; `stopper` is the first position past them (a taken entry).
 
-  Along a lane i the pairs (i, j) come in descending sums (the second half is ranked and
-  float addition is monotone), so the best untaken candidate is the best of the lanes'
-  heads. A round is one max and one min among equal keys over the heads ([R, lanes]); the
-  winning lane's head becomes its successor, one entry loaded per row. (The tournament's
-  round reduces over its group bests, reloads the winner's group of 16 and reduces over
-  that too. On the H200 the exact frontier was 1-9% faster than the tournament at every
-  benchmarked shape: WORKSPACE.md, issue 12, session 40.) Where slot and position fit in
-  31 bits together, an
-  entry's slot is stored as slot << bits | successor, so the pick names the entry to load;
-  else each lane's successor is kept beside its head and found by a third reduction.
-
-  Equal sums along a lane must come lowest slot first, and rounding can break that: two
-  second-half scores that differ can give the same float32 sum, their slots in either
-  order. A program where that may happen (`misordered`, a scalar from `_TieWatch` or
-  `_lanes_may_misorder`) runs `_tournament` instead, which takes any order. tails: as in
-  `_select`."""
+  Along a lane i the pairs (i, j) come in the exact order (the second half is ranked, and
+  its equal scores lowest index first), so the best untaken candidate is the best of the
+  lanes' heads. A round is one max and one min among equal keys over the heads ([R,
+  lanes]); the winning lane's head becomes its successor, one entry loaded per row. (The
+  tournament's round reduces over its group bests, reloads the winner's group of 16 and
+  reduces over that too. On the H200 the frontier was 1-9% faster than the tournament at
+  every benchmarked shape: WORKSPACE.md, issue 12, session 40.) Where slot and position
+  fit in 31 bits together, an entry's slot is stored as slot << bits | successor, so the
+  pick names the entry to load; else each lane's successor is kept beside its head and
+  found by a third reduction. Heads are compared by (key, slot), not exactly: the result
+  names what `_exact_order_missed` checks. tails: as in `_select`."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
@@ -755,7 +721,7 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
             pltriton.load(candidates_ref.at[rows.load, 1, position]))
 
   def round_(r, carry):
-    head_key, head_id, head_next, tail_carry, tail_head = carry
+    head_key, head_id, head_next, tail_carry, tail_head, runs = carry
     top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
     pick = jnp.min(jnp.where(head_key == top, head_id, _NO_ID), axis=1, keepdims=True)
     if packed:  # once every head is taken the pick is _NO_ID: its bits name the stopper
@@ -765,9 +731,10 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
       pick_slot = pick
       successor = jnp.min(jnp.where(head_id == pick, head_next, stopper), axis=1,
                           keepdims=True)
-    taken_slot = pick_slot
+    taken_slot, taken_key = pick_slot, top
     if tails:
       took_tail, taken_slot = _against_tails(tail_head, top, pick_slot)
+      taken_key = jnp.where(took_tail, tail_head[0], top)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
     new_key, new_id = load(successor)                                  # [R, 1]
@@ -780,26 +747,16 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
     if not packed:
       head_next = jnp.where(won, pltriton.load(ranks_ref.at[2, successor]), head_next)
     return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_next,
-            tail_carry, tail_head)
+            tail_carry, tail_head, runs.after(taken_key))
 
-  def frontier():
-    first = ranks_ref[3, pl.ds(0, lanes)][None, :]                    # [1, L]
-    head_key, head_id = load(jnp.broadcast_to(first, (rows.load.shape[0], lanes)))
-    head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
-    lax.fori_loop(0, k, round_, (head_key, head_id, head_next, *_start_tails(tails)))
-
-  def tournament():
-    _tournament(rows, candidates_ref, idx_ref, k, tails, id_bits=next_bits if packed else 0,
-                lane_in_id=False)
-
-  # On the H200 at S = 512, k = 32 this took 0.324-0.328 ms with `_TieWatch`'s flag, 0.343
-  # with `_lanes_may_misorder`'s, the frontier with no flag and no fallback 0.326-0.331
-  # (session 40). Slower: the frontier in every program and the tournament after it where
-  # misordered (0.352), or the tournament as a second launch whose programs exit unless
-  # flagged (0.376; session 39), or whose programs each check 8 of the first launch's
-  # (0.363; session 40): WORKSPACE.md, issue 12.
-  lax.cond(misordered, tournament, frontier)
+  first = ranks_ref[3, pl.ds(0, lanes)][None, :]                      # [1, L]
+  head_key, head_id = load(jnp.broadcast_to(first, (rows.load.shape[0], lanes)))
+  head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
+  head_key, head_id, _, tail_carry, _, runs = lax.fori_loop(
+      0, k, round_, (head_key, head_id, head_next, *_start_tails(tails), _Runs.start(rows)))
   platform.triton_barrier(interpret)
+  head_slot = jnp.right_shift(head_id, next_bits) if packed else head_id
+  return _Picked(((head_key, head_slot),) + _tail_heads(tail_carry), runs.seen)
 
 
 class _Entries(NamedTuple):
@@ -920,14 +877,199 @@ def _threshold_halves(scores_ref, rows: _Rows, ranks_by_half, logs, work_ref, *,
   return tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
 
 
-def _select_by_threshold(keys, slots, rows: _Rows, work_ref, idx_ref, k: int, sub_keys: int,
-                         interpret: bool):
+def _select_by_threshold(scores_ref, keys, slots, rows: _Rows, work_ref, idx_ref, k: int,
+                         sub_keys: int, interpret: bool) -> _Picked:
   """`_select`'s result by `_thresholds` (`final_select="threshold"`), packing into set 0
-  of work_ref."""
+  of work_ref; whether entries tied at the cut key were chosen against the exact order as
+  `_Picked.missed` (then `_Picked.heads` need not name them)."""
   candidates = _Entries(tuple(keys), tuple(slots), max(1, (sub_keys * sub_keys - 1).bit_length()))
   (cuts,) = _thresholds((candidates,), k)
+  key_cut, id_cut = cuts
+
+  def at_cut_missed():
+    """Whether some entry at the cut key left out ranks before one taken (by slot) in the
+    exact order: a larger residual (the taken ones have the lower slots)."""
+    taken_low, left_high = jnp.full(key_cut.shape, jnp.inf), jnp.full(key_cut.shape, -jnp.inf)
+    for part_keys, part_slots in zip(keys, slots):
+      at_cut = part_keys == key_cut
+      safe = jnp.where(at_cut, part_slots, 0)
+      _, residual = _exact_sums(scores_ref, rows, safe // sub_keys, safe % sub_keys, sub_keys)
+      taken = at_cut & (part_slots <= id_cut)
+      taken_low = jnp.minimum(taken_low, jnp.min(jnp.where(taken, residual, jnp.inf), axis=1,
+                                                 keepdims=True))
+      left_high = jnp.maximum(left_high, jnp.max(jnp.where(at_cut & ~taken, residual,
+                                                           -jnp.inf), axis=1, keepdims=True))
+    return _any_row(left_high > taken_low)
+
+  # Ties at the cut: more entries have the cut key than the k best take (id_cut set).
+  tied = _any_row(id_cut != _NO_ID)
+  missed = lax.cond(tied, lambda _: at_cut_missed(), lambda no: no, tied)
   _store_ranked(candidates, cuts, rows, work_ref, 0,
                 lambda lane: idx_ref.at[rows.store, lane], k, interpret)
+  return _Picked((), None, missed)
+
+
+def _exact_sums(scores_ref, rows: _Rows, first_cols, second_cols, sub_keys: int):
+  """(key, residual) of the sums s1[first_cols] + s2[second_cols] (columns in range,
+  broadcast against the rows): `ordered_key` of the float32 sum and `sum_residual`."""
+  first = _load_scores(scores_ref, rows, first_cols, None)
+  second = _load_scores(scores_ref, rows, sub_keys + second_cols, None)
+  total = first + second
+  return ordered_key(total), sum_residual(first, second, total)
+
+
+def _beats_exactly(key, residual, slot, other_key, other_residual, other_slot):
+  """Whether (key, residual, slot) ranks before the other: the larger exact sum (key, then
+  residual), the lower slot among equal sums: the contract's order."""
+  return (key > other_key) | ((key == other_key) & (
+      (residual > other_residual) | ((residual == other_residual) & (slot < other_slot))))
+
+
+def _exact_order_missed(scores_ref, rows: _Rows, idx_ref, picked: _Picked, k: int,
+                        sub_keys: int) -> jax.Array:
+  """Whether the k slots in idx_ref, taken by (key, slot) from sequences each in the exact
+  order, may not be the exact order's k best (a scalar). They are, exactly when (1) each
+  ranks before the next in the exact order and (2) no head of the untaken candidates
+  ranks before the last; both can fail only among equal keys, so the residuals are loaded
+  only where some row has two picks in a row with equal keys (`_Picked.runs`) or a head
+  at the last pick's key."""
+  lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
+  last_lane = jnp.full(rows.load.shape, k - 1, jnp.int32)
+  last_slot = pltriton.load(idx_ref.at[rows.load, last_lane])        # [R, 1]
+  last = _exact_sums(scores_ref, rows, last_slot // sub_keys, last_slot % sub_keys, sub_keys)
+
+  def out_of_order():  # (1)
+    slot = pltriton.load(idx_ref.at[rows.load, jnp.minimum(lanes, k - 1)])
+    after = pltriton.load(idx_ref.at[rows.load, jnp.minimum(lanes + 1, k - 1)])
+    ranked = _beats_exactly(
+        *_exact_sums(scores_ref, rows, slot // sub_keys, slot % sub_keys, sub_keys), slot,
+        *_exact_sums(scores_ref, rows, after // sub_keys, after % sub_keys, sub_keys), after)
+    return _any_row(~ranked & (lanes < k - 1))
+
+  def head_before_last():  # (2)
+    missed = jnp.zeros((), jnp.bool_)
+    for keys, slots in picked.heads:
+      at_cut = keys == last[0]
+      slots = jnp.where(at_cut, slots, 0)
+      before = _beats_exactly(*_exact_sums(scores_ref, rows, slots // sub_keys,
+                                           slots % sub_keys, sub_keys), slots,
+                              *last, last_slot)
+      missed = missed | _any_row(at_cut & before)
+    return missed
+
+  def when(flag, check):  # check() where flag, else False (the flag itself)
+    return lax.cond(flag, lambda _: check(), lambda no: no, flag)
+
+  missed = (out_of_order() if picked.runs is None
+            else when(_any_row(picked.runs), out_of_order))
+  if picked.missed is not None:
+    missed = missed | picked.missed
+  if picked.heads:
+    at_cut = functools.reduce(jnp.logical_or, (_any_row(keys == last[0])
+                                               for keys, _ in picked.heads))
+    missed = missed | when(at_cut, head_before_last)
+  return missed
+
+
+def _best_exactly(keys, residuals, slots):
+  """(key, residual, slot) [R, 1] of the best of [R, X] in the exact order."""
+  key = jnp.max(keys, axis=1, keepdims=True)
+  tied = keys == key
+  residual = jnp.max(jnp.where(tied, residuals, -jnp.inf), axis=1, keepdims=True)
+  slot = jnp.min(jnp.where(tied & (residuals == residual), slots, _NO_ID), axis=1,
+                 keepdims=True)
+  return key, residual, slot
+
+
+def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: int,
+                    ranked: int, lazy: bool, interpret: bool):
+  """The k best in the exact order, slots to idx_ref: for a program where
+  `_exact_order_missed` says the selection by (key, slot) may have missed it. A frontier
+  over the pairs (i, j) of ranks below `ranked` with (i + 1)(j + 1) <= k (lane i's next
+  rank j in registers, the heads' sums loaded through the pick logs each round) and, with
+  `lazy` tails, each half's entries after its last ranked one paired with the other
+  half's best (a tail's head found by a scan of its half in blocks, again after each round
+  that takes it), compared by (key, residual, slot). Small on purpose: it runs in few
+  programs, but its registers count in all of them (restarting the tails' groups here
+  took the kernel from 155 to 254 registers in pip Triton's build and made it 11-27%
+  slower on the H200). Even this form costs about 11% at S = 512, k = 32 by its presence
+  (WORKSPACE.md, issue 12, session 41)."""
+  live = rows.store < idx_ref.shape[0]
+  lane = jnp.arange(next_power_of_two(ranked), dtype=jnp.int32)[None, :]   # [1, L]
+  lengths = jnp.where(lane < ranked, jnp.minimum(k // (lane + 1), ranked), 0)
+  shape = (rows.load.shape[0], lane.shape[1])
+
+  def log_col(half, rank):  # column of `rank` ([R, X] or [1, X]) in a half's pick log
+    return pltriton.load(logs[half].scratch.at[rows.load, half, rank])
+
+  def lane_heads(j):  # (key, residual, slot) [R, L] of each lane's pair (i, j)
+    first = log_col(0, jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape))
+    second = log_col(1, jnp.minimum(j, ranked - 1))
+    key, residual = _exact_sums(scores_ref, rows, first, second, sub_keys)
+    inside = j < lengths
+    return (jnp.where(inside, key, _TAKEN), residual,
+            jnp.where(inside, first * sub_keys + second, _NO_ID))
+
+  block = min(next_power_of_two(sub_keys), 32)
+  block_cols = jnp.arange(block, dtype=jnp.int32)[None, :]
+
+  def tail_head(half, after):
+    """(key, residual, slot) [R, 1] of half's best entry after `after` ((score key, col)
+    [R, 1], in (key desc, col asc) order) paired with the other half's rank 0; and its
+    (score key, col)."""
+    offset = half * sub_keys
+    partner_col = log_col(1 - half, jnp.zeros(rows.load.shape, jnp.int32))
+    partner = _load_scores(scores_ref, rows, (1 - half) * sub_keys + partner_col, None)
+
+    def scan(b, best):
+      cols = b * block + block_cols
+      keys = _keys(scores_ref, rows, offset, cols, sub_keys)
+      keys = jnp.where(_beats(after[0], after[1], keys, cols), keys, _TAKEN)
+      top = jnp.max(keys, axis=1, keepdims=True)
+      col = jnp.min(jnp.where(keys == top, cols, _NO_ID), axis=1, keepdims=True)
+      better = _beats(top, col, *best)
+      return jnp.where(better, top, best[0]), jnp.where(better, col, best[1])
+
+    score_key, col = lax.fori_loop(0, pl.cdiv(sub_keys, block), scan,
+                                   (jnp.full(rows.load.shape, _TAKEN, jnp.int32),
+                                    jnp.full(rows.load.shape, _NO_ID, jnp.int32)))
+    value = _load_scores(scores_ref, rows, offset + jnp.minimum(col, sub_keys - 1), None)
+    total = value + partner
+    pair = (col, partner_col) if half == 0 else (partner_col, col)
+    used_up = score_key == _TAKEN
+    return ((jnp.where(used_up, _TAKEN, ordered_key(total)),
+             sum_residual(value, partner, total),
+             jnp.where(used_up, _NO_ID, pair[0] * sub_keys + pair[1])), (score_key, col))
+
+  def last_ranked(half):
+    col = log_col(half, jnp.full(rows.load.shape, ranked - 1, jnp.int32))
+    return _keys(scores_ref, rows, half * sub_keys, col, sub_keys), col
+
+  def round_(r, carry):
+    j, tails = carry
+    key, residual, slot = _best_exactly(*lane_heads(j))
+    which = jnp.full(key.shape, -1, jnp.int32)
+    for half, (head, _) in enumerate(tails):
+      better = _beats_exactly(*head, key, residual, slot)
+      key, residual, slot = (jnp.where(better, new, old)
+                             for new, old in zip(head, (key, residual, slot)))
+      which = jnp.where(better, half, which)
+    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)], slot,
+                   mask=live)
+    first = log_col(0, jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape))
+    j = jnp.where((which < 0) & (first == slot // sub_keys), j + 1, j)
+    def advance(tail, half):  # the next entry for the rows that took this tail
+      took = which == half
+      return jax.tree.map(lambda new, old: jnp.where(took, new, old),
+                          tail_head(half, tail[1]), tail)
+
+    tails = tuple(lax.cond(_any_row(which == half), functools.partial(advance, half=half),
+                           lambda tail: tail, tail) for half, tail in enumerate(tails))
+    return j, tails
+
+  tails = tuple(tail_head(half, last_ranked(half)) for half in (0, 1)) if lazy else ()
+  lax.fori_loop(0, k, round_, (jnp.zeros(shape, jnp.int32), tails))
+  platform.triton_barrier(interpret)
 
 
 def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
@@ -968,12 +1110,10 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
   width = 2 * sub_keys
   tails = ()
-  misordered = None
   if config.half_select == "groups":
-    (first_idx, second_idx), halves, states, misordered = _groups_halves(
+    (first_idx, second_idx), halves, states = _groups_halves(
         scores_ref, rows, (first_rank, second_rank), logs, sub_keys=sub_keys,
-        rounds=ranked, pick=config.pick, group_size=config.group_size,
-        watch_ties=config.final_select == "frontier")
+        rounds=ranked, pick=config.pick, group_size=config.group_size)
     if ranked < per_half:  # the later ranks as lazy tails
       tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                     for i, (half, other, state) in enumerate(zip(halves, halves[::-1],
@@ -994,17 +1134,19 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     keys.append(jnp.where(rank >= 0, ordered_key(sums), _TAKEN))
     slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
   if config.final_select == "threshold":
-    _select_by_threshold(keys, slots, rows, work["work"], idx_ref, k, sub_keys, interpret)
+    picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
+                                  sub_keys, interpret)
   elif config.final_select == "frontier":
-    _select_frontier(keys, slots, starts, rows, ranks_ref, work["candidates"], idx_ref, k,
-                     sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                     next_power_of_two(ranked),
-                     _lanes_may_misorder(scores_ref, rows, logs, ranked, sub_keys)
-                     if misordered is None else misordered,
-                     interpret, tails)
+    picked = _select_frontier(keys, slots, starts, rows, ranks_ref, work["candidates"],
+                              idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
+                              next_power_of_two(ranked), interpret, tails)
   else:
-    _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys, interpret,
-            tails)
+    picked = _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys,
+                     interpret, tails)
+  if config.exact_order:  # rare: keys of different exact sums tie where the order counts
+    lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),
+             functools.partial(_exact_frontier, scores_ref, rows, logs, idx_ref, k, sub_keys,
+                               ranked, bool(tails), interpret), lambda: None)
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   stored = live & (out_lanes < k)
   out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)

@@ -9,8 +9,9 @@ round a lane reduction for all 8 rows at once:
    round's, then taken;
 2. the candidates are the pairs of ranks (i + 1)(j + 1) <= k (`topk_xla.candidate_pairs`:
    only they can be among the k best sums), a constant [2, P] input of ranks;
-3. k rounds of max-and-mask over the candidates' float32 sums, the lowest slot id first
-   among equal sums.
+3. k rounds of max-and-mask over the candidates' exact sums: the largest float32 sum, the
+   largest residual among equal ones (`topk_xla.sum_residual`), the lowest slot id among
+   equal exact sums.
 
 The wrapper widens the scores to float32 and pads: rows to a multiple of 8, each half and
 the candidates to multiples of 128 lanes (padding lanes start taken). The backward (a
@@ -31,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallas_kernels import platform
-from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent
+from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangent, sum_residual
 
 LANES = 128
 ROWS_PER_BLOCK = 8
@@ -42,17 +43,21 @@ def _round_up(n: int, multiple: int) -> int:
   return -(-n // multiple) * multiple
 
 
-def _select(values, ids, taken, rounds: int, ranks):
+def _select(values, ids, taken, rounds: int, ranks, residuals=None):
   """`rounds` rounds of max-and-mask over each row of values [8, X] (ids [8, X] distinct
-  among untaken lanes, taken [8, X] bool). Returns [8, Y] values and ids: lane y holds the
-  ranks[y]-th pick of its row (0 = best); ranks [1, Y], lanes of no round get -inf, _NO_ID."""
+  among untaken lanes, taken [8, X] bool; residuals [8, X]: among equal values the largest
+  first, before the lowest id). Returns [8, Y] values and ids: lane y holds the ranks[y]-th
+  pick of its row (0 = best); ranks [1, Y], lanes of no round get -inf, _NO_ID."""
   shape = (values.shape[0], ranks.shape[1])
 
   def round_(r, carry):
     taken, picked_values, picked_ids = carry
     best = jnp.max(jnp.where(taken, -jnp.inf, values), axis=1, keepdims=True)
-    pick = jnp.min(jnp.where(jnp.logical_not(taken) & (values == best), ids, _NO_ID),
-                   axis=1, keepdims=True)
+    tied = jnp.logical_not(taken) & (values == best)
+    if residuals is not None:
+      top = jnp.max(jnp.where(tied, residuals, -jnp.inf), axis=1, keepdims=True)
+      tied = tied & (residuals == top)
+    pick = jnp.min(jnp.where(tied, ids, _NO_ID), axis=1, keepdims=True)
     taken = taken | (ids == pick)
     picked_values = jnp.where(ranks == r, best, picked_values)
     picked_ids = jnp.where(ranks == r, pick, picked_ids)
@@ -76,7 +81,9 @@ def _kernel(first_ref, second_ref, ranks_ref, idx_ref, logits_ref, *, sub_keys: 
   not_candidate = jnp.broadcast_to(first_rank < 0, first_value.shape)
   slot = jnp.where(not_candidate, _NO_ID, first_idx * sub_keys + second_idx)
   out_lanes = lax.broadcasted_iota(jnp.int32, (1, _round_up(k, LANES)), 1)
-  logits, idx = _select(first_value + second_value, slot, not_candidate, k, out_lanes)
+  sums = first_value + second_value
+  logits, idx = _select(sums, slot, not_candidate, k, out_lanes,
+                        sum_residual(first_value, second_value, sums))
   idx_ref[...] = idx[:, :k]
   logits_ref[...] = logits[:, :k]
 

@@ -47,7 +47,8 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
 
   Returns:
     idx: [..., k] int32 slot ids `i1 * S + i2` in [0, S * S), distinct along the last axis:
-      the k largest sums, the lowest id first among equal sums (-0.0 equals +0.0).
+      the k largest sums, compared exactly (where two different sums round to one float,
+      the larger first), the lowest id first among equal sums (-0.0 equals +0.0).
     logits: [..., k] the sums `s1[i1] + s2[i2]` (formed in float32, returned in scores'
       dtype), in descending order; gradients flow to the selected score entries only (ids
       are discrete).
