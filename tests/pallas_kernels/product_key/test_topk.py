@@ -228,8 +228,7 @@ def rounding_tied_scores(sub_keys: int) -> jnp.ndarray:
                                                   (8, 48, False), (32, 32, True)])
 @pytest.mark.parametrize("final_select,half_select", [("frontier", "groups"),
                                                       ("frontier", "scan"),
-                                                      ("tournament", "groups"),
-                                                      ("threshold", "threshold")])
+                                                      ("tournament", "groups")])
 def test_selections_take_the_larger_exact_sum_among_sums_tied_by_rounding(
     final_select, half_select, sub_keys, k, lazy_tail):
   """Equal float32 sums from unequal scores (`rounding_tied_scores`) go larger exact sum
@@ -244,6 +243,10 @@ def test_selections_take_the_larger_exact_sum_among_sums_tied_by_rounding(
   idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
                         static_argnums=1)(scores, k)
   assert_matches_brute_force(idx, logits, scores, k)
+  if (sub_keys, k) == (32, 32) and not lazy_tail and half_select == "groups":
+    idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=THRESHOLD),
+                          static_argnums=1)(scores, k)
+    assert_matches_brute_force(idx, logits, scores, k)
 
 
 def swamped_scores(seed: int, sub_keys: int, rows: int) -> jnp.ndarray:
@@ -269,21 +272,30 @@ SWAMPED_CONFIGS = [topk_pallas.KernelConfig(block_rows=2),
 @pytest.mark.parametrize("config", SWAMPED_CONFIGS, ids=config_id)
 @pytest.mark.parametrize("sub_keys,k", [(16, 8), (8, 6)])
 def test_kernel_matches_brute_force_and_the_twin_where_rounding_ties_sums(config, sub_keys,
-                                                                           k, monkeypatch):
+                                                                           k):
   """On `swamped_scores` the kernel, the XLA twin and brute force agree on ids and logits
   (before session 41 the lazy tails differed in 788 of 1,024 such rows at S = 16, k = 8,
-  and the twin from brute force too). Without `_exact_frontier` the kernel differs in
-  some rows: the check that runs it fires, and is needed."""
+  and the twin from brute force too)."""
   scores = swamped_scores(4, sub_keys, 256)
-  topk = jax.jit(functools.partial(topk_pallas.product_key_topk, k=k, config=config))
-  idx, logits = topk(scores)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=k,
+                                          config=config))(scores)
   want_idx, want_logits = topk_xla.product_key_topk(scores, k)
   np.testing.assert_array_equal(np.asarray(idx), np.asarray(want_idx))
   np.testing.assert_array_equal(np.asarray(logits), np.asarray(want_logits))
   assert_matches_brute_force(idx, logits, scores, k)
+
+
+@pytest.mark.parametrize("config", SWAMPED_CONFIGS[::3], ids=config_id)
+def test_the_exact_order_check_fires_and_is_needed(config, monkeypatch):
+  """With `_exact_frontier` replaced by nothing, the kernel differs from the twin in some
+  `swamped_scores` rows (S = 16, k = 8): the check that runs it fires there, and the
+  selection by (key, slot) alone would miss the exact order. (The frontier with lazy
+  tails; threshold selections.)"""
+  scores = swamped_scores(4, 16, 256)
+  want_idx, _ = topk_xla.product_key_topk(scores, 8)
   monkeypatch.setattr(topk_pallas, "_exact_frontier", lambda *args: None)
-  jax.clear_caches()  # the kernel traced above ran the real one
-  without = jax.jit(functools.partial(topk_pallas.product_key_topk, k=k, config=config))
+  jax.clear_caches()  # other tests traced the kernel with the real one
+  without = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8, config=config))
   assert (np.asarray(without(scores)[0]) != np.asarray(want_idx)).any(axis=-1).sum() > 0
   jax.clear_caches()
 
