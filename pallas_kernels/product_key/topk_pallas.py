@@ -893,7 +893,7 @@ def _select_by_threshold(scores_ref, keys, slots, rows: _Rows, work_ref, idx_ref
     for part_keys, part_slots in zip(keys, slots):
       at_cut = part_keys == key_cut
       safe = jnp.where(at_cut, part_slots, 0)
-      _, residual = _exact_sums(scores_ref, rows, safe // sub_keys, safe % sub_keys, sub_keys)
+      _, residual = _slot_sums(scores_ref, rows, safe, sub_keys)
       taken = at_cut & (part_slots <= id_cut)
       taken_low = jnp.minimum(taken_low, jnp.min(jnp.where(taken, residual, jnp.inf), axis=1,
                                                  keepdims=True))
@@ -902,8 +902,7 @@ def _select_by_threshold(scores_ref, keys, slots, rows: _Rows, work_ref, idx_ref
     return _any_row(left_high > taken_low)
 
   # Ties at the cut: more entries have the cut key than the k best take (id_cut set).
-  tied = _any_row(id_cut != _NO_ID)
-  missed = lax.cond(tied, lambda _: at_cut_missed(), lambda no: no, tied)
+  missed = _only_where(_any_row(id_cut != _NO_ID), at_cut_missed)
   _store_ranked(candidates, cuts, rows, work_ref, 0,
                 lambda lane: idx_ref.at[rows.store, lane], k, interpret)
   return _Picked((), None, missed)
@@ -916,6 +915,18 @@ def _exact_sums(scores_ref, rows: _Rows, first_cols, second_cols, sub_keys: int)
   second = _load_scores(scores_ref, rows, sub_keys + second_cols, None)
   total = first + second
   return ordered_key(total), sum_residual(first, second, total)
+
+
+def _slot_sums(scores_ref, rows: _Rows, slots, sub_keys: int):
+  """`_exact_sums` of slots i1 * S + i2 (in range)."""
+  return _exact_sums(scores_ref, rows, slots // sub_keys, slots % sub_keys, sub_keys)
+
+
+def _only_where(flag, check):
+  """check() (a scalar bool) where the scalar `flag` is set, else False, under a
+  `lax.cond` (so check's loads run only where needed). The false branch returns the flag
+  itself: Triton's lowering cannot yield a constant from a branch."""
+  return lax.cond(flag, lambda _: check(), lambda no: no, flag)
 
 
 def _beats_exactly(key, residual, slot, other_key, other_residual, other_slot):
@@ -936,14 +947,13 @@ def _exact_order_missed(scores_ref, rows: _Rows, idx_ref, picked: _Picked, k: in
   lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   last_lane = jnp.full(rows.load.shape, k - 1, jnp.int32)
   last_slot = pltriton.load(idx_ref.at[rows.load, last_lane])        # [R, 1]
-  last = _exact_sums(scores_ref, rows, last_slot // sub_keys, last_slot % sub_keys, sub_keys)
+  last = _slot_sums(scores_ref, rows, last_slot, sub_keys)
 
   def out_of_order():  # (1)
     slot = pltriton.load(idx_ref.at[rows.load, jnp.minimum(lanes, k - 1)])
     after = pltriton.load(idx_ref.at[rows.load, jnp.minimum(lanes + 1, k - 1)])
-    ranked = _beats_exactly(
-        *_exact_sums(scores_ref, rows, slot // sub_keys, slot % sub_keys, sub_keys), slot,
-        *_exact_sums(scores_ref, rows, after // sub_keys, after % sub_keys, sub_keys), after)
+    ranked = _beats_exactly(*_slot_sums(scores_ref, rows, slot, sub_keys), slot,
+                            *_slot_sums(scores_ref, rows, after, sub_keys), after)
     return _any_row(~ranked & (lanes < k - 1))
 
   def head_before_last():  # (2)
@@ -951,23 +961,19 @@ def _exact_order_missed(scores_ref, rows: _Rows, idx_ref, picked: _Picked, k: in
     for keys, slots in picked.heads:
       at_cut = keys == last[0]
       slots = jnp.where(at_cut, slots, 0)
-      before = _beats_exactly(*_exact_sums(scores_ref, rows, slots // sub_keys,
-                                           slots % sub_keys, sub_keys), slots,
+      before = _beats_exactly(*_slot_sums(scores_ref, rows, slots, sub_keys), slots,
                               *last, last_slot)
       missed = missed | _any_row(at_cut & before)
     return missed
 
-  def when(flag, check):  # check() where flag, else False (the flag itself)
-    return lax.cond(flag, lambda _: check(), lambda no: no, flag)
-
   missed = (out_of_order() if picked.runs is None
-            else when(_any_row(picked.runs), out_of_order))
+            else _only_where(_any_row(picked.runs), out_of_order))
   if picked.missed is not None:
     missed = missed | picked.missed
   if picked.heads:
     at_cut = functools.reduce(jnp.logical_or, (_any_row(keys == last[0])
                                                for keys, _ in picked.heads))
-    missed = missed | when(at_cut, head_before_last)
+    missed = missed | _only_where(at_cut, head_before_last)
   return missed
 
 
@@ -1002,8 +1008,7 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   def log_col(half, rank):  # column of `rank` ([R, X] or [1, X]) in a half's pick log
     return pltriton.load(logs[half].scratch.at[rows.load, half, rank])
 
-  def lane_heads(j):  # (key, residual, slot) [R, L] of each lane's pair (i, j)
-    first = log_col(0, jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape))
+  def lane_heads(first, j):  # (key, residual, slot) [R, L] of each lane's pair (i, j)
     second = log_col(1, jnp.minimum(j, ranked - 1))
     key, residual = _exact_sums(scores_ref, rows, first, second, sub_keys)
     inside = j < lengths
@@ -1047,7 +1052,10 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
 
   def round_(r, carry):
     j, tails = carry
-    key, residual, slot = _best_exactly(*lane_heads(j))
+    # Each lane's first-half column, loaded in the round rather than held in registers
+    # across it (the fallback's registers count in every program).
+    first = log_col(0, jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape))
+    key, residual, slot = _best_exactly(*lane_heads(first, j))
     which = jnp.full(key.shape, -1, jnp.int32)
     for half, (head, _) in enumerate(tails):
       better = _beats_exactly(*head, key, residual, slot)
@@ -1056,7 +1064,6 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
       which = jnp.where(better, half, which)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)], slot,
                    mask=live)
-    first = log_col(0, jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape))
     j = jnp.where((which < 0) & (first == slot // sub_keys), j + 1, j)
     def advance(tail, half):  # the next entry for the rows that took this tail
       took = which == half
