@@ -11,7 +11,6 @@ own XLA_FLAGS are kept and win.
 
 import os
 import sys
-import tempfile
 
 FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
                           "--xla_backend_optimization_level=0")
@@ -26,6 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
+from tests.subprocess_env import TEST_CACHE_DIR  # pylint: disable=g-import-not-at-top
+
 jax.config.update("jax_default_matmul_precision", "highest")
 
 # Tests compile the same small programs again and again (each training run, each resume):
@@ -33,8 +34,7 @@ jax.config.update("jax_default_matmul_precision", "highest")
 # at least half a second are stored: storing every tiny program cost more than loading it
 # saved (the ops, layers and models tests, cold: 116 s storing all, 103 s storing those
 # over 1 s).
-_CACHE_DIR = os.path.join(tempfile.gettempdir(), f"sdm_jax_test_cache_{os.getuid()}")
-jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
+jax.config.update("jax_compilation_cache_dir", TEST_CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 

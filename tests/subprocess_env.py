@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The persistent compile cache of the test sessions (tests/conftest.py) and of their
+# subprocesses: a warm run loads the entry points' compiled steps instead of compiling them.
+# Empty it (rm -rf) to time a cold run.
+TEST_CACHE_DIR = os.path.join(tempfile.gettempdir(), f"sdm_jax_test_cache_{os.getuid()}")
 
 
 def subprocess_pythonpath() -> str:

@@ -9,11 +9,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
-from tests.subprocess_env import ROOT, subprocess_pythonpath
+from tests.subprocess_env import ROOT, TEST_CACHE_DIR, subprocess_pythonpath
 
 ONE, DATA, CUBE, FSDP = "one device", "data=8", "data=2,fsdp=2,model=2", "data=1,fsdp=4,model=2"
 MODEL_SPLIT = (CUBE, FSDP)
@@ -22,9 +21,8 @@ MODEL_SPLIT = (CUBE, FSDP)
 def run_meshes(config: str) -> dict:
   """`mesh_training_main`'s JSON for one config (one subprocess per config: with
   pytest-xdist a module-scoped fixture would rerun it on every worker)."""
-  cache = os.path.join(tempfile.gettempdir(), f"sdm_jax_test_cache_{os.getuid()}")
   env = {**os.environ, "PYTHONPATH": subprocess_pythonpath(), "JAX_PLATFORMS": "cpu",
-         "JAX_COMPILATION_CACHE_DIR": cache, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+         "JAX_COMPILATION_CACHE_DIR": TEST_CACHE_DIR, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
   out = subprocess.run([sys.executable, "-m", "tests.sdm_jax.training.mesh_training_main",
                         config], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
