@@ -36,8 +36,9 @@ along the row axis for all of them at once):
    (`_exact_frontier`, under a `lax.cond`). Of 65,536 random normal rows at S = 512, k =
    32, 74 have two equal logits in a row and 7 an order other than (key, slot)'s (XLA, by
    the twin against its session-40 form). `KernelConfig.exact_order=False` skips the
-   step: 12% faster on the H200 (0.328 against 0.372 ms), ids may then differ from the
-   twin's where sums tie by rounding.
+   step: 12% faster on the H200 (0.322-0.332 against 0.365-0.376 ms), ids may then differ
+   from the twin's where sums tie by rounding. Of the 12%, about 8% is the fallback's code
+   never run, 4% its latency in the few programs that run it (session 42).
 
 With `lazy_tail` (the default; "groups" halves, tournament or frontier), step 1 ranks only
 the first k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the
@@ -133,9 +134,10 @@ class KernelConfig(NamedTuple):
   # differ from the XLA twin's there (7 of 65,536 random normal rows at S = 512, k = 32);
   # the logits are the same. On the H200 at
   # 65,536 rows, S = 512, k = 32, float32, back to back (WORKSPACE.md, issue 12, session
-  # 41): True 0.372-0.374 ms, False 0.328, session 40's tree (no exact order) 0.327-0.332;
-  # the check without `_exact_frontier`'s code in the kernel 0.334, so that code costs
-  # about 11% though almost no program runs it.
+  # 41): True 0.372-0.374 ms, False 0.328, session 40's tree (no exact order) 0.327-0.332.
+  # Session 42: the check alone 0.330-0.332, the same with `_exact_frontier`'s code never
+  # run 0.356-0.357, the default 0.369-0.374: that code costs about 8% by its presence (XLA
+  # builds all three with 96 registers and 21 programs per SM) and 4% where it runs.
   exact_order: bool = True
 
 
@@ -998,8 +1000,9 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   that takes it), compared by (key, residual, slot). Small on purpose: it runs in few
   programs, but its registers count in all of them (restarting the tails' groups here
   took the kernel from 155 to 254 registers in pip Triton's build and made it 11-27%
-  slower on the H200). Even this form costs about 11% at S = 512, k = 32 by its presence
-  (WORKSPACE.md, issue 12, session 41)."""
+  slower on the H200). Even this form costs about 8% at S = 512, k = 32 by its presence
+  and 4% more by running in the few programs that need it (WORKSPACE.md, issue 12,
+  session 42)."""
   live = rows.store < idx_ref.shape[0]
   lane = jnp.arange(next_power_of_two(ranked), dtype=jnp.int32)[None, :]   # [1, L]
   lengths = jnp.where(lane < ranked, jnp.minimum(k // (lane + 1), ranked), 0)
