@@ -181,8 +181,17 @@ def test_bad_inputs_fail_in_one_line_and_touch_nothing(run_cli_process, tmp_path
   assert not workdir.exists()
 
 
-def test_verbose_shows_the_traceback(run_cli_process):
-  result = run_cli_process("train", "--config.model.window=0", "--verbose")
+def test_one_line_from_a_fresh_interpreter_and_verbose_shows_the_traceback(
+    run_cli_subprocess, tmp_path):
+  # The cases above run in forks of a process that had imported the libraries; these two
+  # start Python as a user does.
+  workdir = tmp_path / "run"
+  result = run_cli_subprocess("train", "--config.model.window=0", f"--workdir={workdir}")
+  assert result.returncode == 2, result.stderr[-2000:]
+  lines = result.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith("error: ") and "window must be >= 1" in lines[0]
+  assert not workdir.exists()
+  result = run_cli_subprocess("train", "--config.model.window=0", "--verbose")
   assert result.returncode != 0 and "Traceback" in result.stderr
 
 
