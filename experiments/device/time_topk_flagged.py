@@ -1,9 +1,9 @@
-"""Times the product-key top-k kernel on rows that send every program to its exact fallback:
-a first half that swamps the second (1e4 x normal against 1e-3 x normal), so that sums of
-different exact value share float32 keys across lanes, `_exact_order_missed` flags every
-program and each runs `_exact_frontier` after its selection (before session 41:
-`_TieWatch` flagged it and the program ran the tournament instead of the frontier). The
-worst case, for the frontier and the tournament, on these rows and on normal rows.
+"""Times the product-key top-k kernel on rows where sums of different exact value share
+float32 keys in every program: a first half that swamps the second (1e4 x normal against
+1e-3 x normal). There the tournament's `_exact_order_missed` flags every program and each
+runs `_exact_frontier` after its selection, its worst case; the frontier compares its
+heads exactly (since session 42; in sessions 41-42 it took the same fallback, before
+session 41 `_TieWatch` sent it to the tournament). Both, on these rows and on normal rows.
 
   python -m experiments.device.time_topk_flagged --rows=65536 --sub_keys=512 --k=32
 """

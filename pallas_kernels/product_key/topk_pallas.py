@@ -28,17 +28,21 @@ along the row axis for all of them at once):
    round reloads the winner's group (`_tournament`);
 4. the contract orders slots by their exact sums (`topk_xla`), and (key, slot) differs
    from that order only among equal keys of different exact sums (rounding ties). Every
-   sequence the rounds take from (a lane, a tail, a group's rest) is in the exact order,
-   so the k picks are the exact order's unless two picks in a row have equal keys and are
-   out of that order, or an untaken head has the last pick's key and ranks before it
-   (`_exact_order_missed`: a few [R, 1] operations per round, the residuals loaded only
-   where keys tie). A program where either happens selects again by the exact order
-   (`_exact_frontier`, under a `lax.cond`). Of 65,536 random normal rows at S = 512, k =
-   32, 74 have two equal logits in a row and 7 an order other than (key, slot)'s (XLA, by
-   the twin against its session-40 form). `KernelConfig.exact_order=False` skips the
-   step: 12% faster on the H200 (0.322-0.332 against 0.365-0.376 ms), ids may then differ
-   from the twin's where sums tie by rounding. Of the 12%, about 8% is the fallback's code
-   never run, 4% its latency in the few programs that run it (session 42).
+   sequence the rounds take from (a lane, a tail, a group's rest) is in the exact order.
+   The frontier compares its heads in that order too, (key, residual, slot), with each
+   candidate's TwoSum residual stored beside its key: one more reduction and one more
+   load per round, and its k picks are the exact order's by construction. The tournament
+   and the threshold selections compare by (key, slot), so their k picks are the exact
+   order's unless two picks in a row have equal keys and are out of that order, or an
+   untaken head has the last pick's key and ranks before it (`_exact_order_missed`: the
+   residuals loaded only where keys tie); a program where either happens selects again
+   by the exact order (`_exact_frontier`, under a `lax.cond`). On the H200 that check and
+   fallback cost the frontier 12% (8% the fallback's code alone, never run; 4% its latency
+   in the few programs that ran it), the in-round comparison 11% (0.362-0.366 against
+   `exact_order=False`'s 0.327 ms at S = 512, k = 32: WORKSPACE.md, issue 12, session 42).
+   Of 65,536 random normal rows there, 74 have two equal logits in a row and 7 an order
+   other than (key, slot)'s. `KernelConfig.exact_order=False` compares by (key, slot) with
+   no check: ids may then differ from the twin's where sums tie by rounding.
 
 With `lazy_tail` (the default; "groups" halves, tournament or frontier), step 1 ranks only
 the first k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the
@@ -128,16 +132,14 @@ class KernelConfig(NamedTuple):
   # 64: 0.840 / 0.937; S = 1,024, k = 64: 1.056 / 1.247 (WORKSPACE.md, issue 12); session
   # 41, with the frontier: 0.327 against 0.378 at S = 512, k = 32.
   lazy_tail: bool = True
-  # Check the picks against the contract's exact order and select again where they may
-  # miss it (module docstring, step 4). False: among different sums that round to one
-  # float32 the lower slot may come first where the larger exact sum should, so ids can
-  # differ from the XLA twin's there (7 of 65,536 random normal rows at S = 512, k = 32);
-  # the logits are the same. On the H200 at
-  # 65,536 rows, S = 512, k = 32, float32, back to back (WORKSPACE.md, issue 12, session
-  # 41): True 0.372-0.374 ms, False 0.328, session 40's tree (no exact order) 0.327-0.332.
-  # Session 42: the check alone 0.330-0.332, the same with `_exact_frontier`'s code never
-  # run 0.356-0.357, the default 0.369-0.374: that code costs about 8% by its presence (XLA
-  # builds all three with 96 registers and 21 programs per SM) and 4% where it runs.
+  # Select in the contract's exact order (module docstring, step 4): the frontier compares
+  # its heads by (key, residual, slot); the other final selections check their picks and
+  # select again where they may miss it. False: by (key, slot) only; among different sums
+  # that round to one float32 the lower slot may come first where the larger exact sum
+  # should, so ids can differ from the XLA twin's there (7 of 65,536 random normal rows at
+  # S = 512, k = 32); the logits are the same. On the H200 at 65,536 rows, S = 512, k = 32,
+  # float32, back to back (WORKSPACE.md, issue 12, session 42): True 0.362-0.366 ms, False
+  # 0.327, session 41's check and fallback 0.365-0.376.
   exact_order: bool = True
 
 
@@ -432,20 +434,22 @@ class _Tail(NamedTuple):
                                     2 * half.sub_keys), col)
 
   def candidate(self, state: _HalfState):
-    """(key, slot) [R, 1] of the head's pair (`_TAKEN`, `_NO_ID` once the half is used
-    up), from the same float32 values as the other candidates' sums."""
+    """(key, slot, residual) [R, 1] of the head's pair (`_TAKEN`, `_NO_ID`, 0 once the
+    half is used up), from the same float32 values as the other candidates' sums."""
     half = self.half
     value = _load_scores(half.scores_ref, half.rows, half.offset + state.pick_col,
                          2 * half.sub_keys)
     used_up = state.top == _TAKEN
     pair = ((state.pick_col, self.partner_col) if half.offset == 0  # the first half
             else (self.partner_col, state.pick_col))
-    return (jnp.where(used_up, _TAKEN, ordered_key(value + self.partner_value)),
-            jnp.where(used_up, _NO_ID, pair[0] * half.sub_keys + pair[1]))
+    total = value + self.partner_value
+    return (jnp.where(used_up, _TAKEN, ordered_key(total)),
+            jnp.where(used_up, _NO_ID, pair[0] * half.sub_keys + pair[1]),
+            jnp.where(used_up, 0.0, sum_residual(value, self.partner_value, total)))
 
 
 def _advance_tail(tail: _Tail, head, took):
-  """head: (state, key, slot) of the tail; its next for the rows that took it (`took`
+  """head: (state, key, slot, residual) of the tail; its next for the rows that took it (`took`
   [R, 1]) and the same for the others. The half's round runs only if some row took it.
 
   (Writing the new head into a group of its own in the tournament's memory instead, so
@@ -467,27 +471,29 @@ def _any_row(flags) -> jax.Array:
 
 
 def _best_tail(tail_carry):
-  """(key, slot, which) [R, 1] of the best of the tails' heads (`_beats`; which: its
-  index in tail_carry)."""
-  _, key, slot = tail_carry[0]
+  """(key, slot, residual, which) [R, 1] of the best of the tails' heads in the exact
+  order (`_beats_exactly`; which: its index in tail_carry)."""
+  _, key, slot, residual = tail_carry[0]
   which = jnp.zeros(key.shape, jnp.int32)
-  for i, (_, other_key, other_slot) in enumerate(tail_carry[1:], start=1):
-    better = _beats(other_key, other_slot, key, slot)
-    key, slot = jnp.where(better, other_key, key), jnp.where(better, other_slot, slot)
+  for i, (_, other_key, other_slot, other_residual) in enumerate(tail_carry[1:], start=1):
+    better = _beats_exactly(other_key, other_residual, other_slot, key, residual, slot)
+    key, slot, residual = (jnp.where(better, new, old) for new, old in
+                           zip((other_key, other_slot, other_residual), (key, slot, residual)))
     which = jnp.where(better, i, which)
-  return key, slot, which
+  return key, slot, residual, which
 
 
 def _start_tails(tails):
-  """(tail_carry, tail_head) before the final rounds: per tail (state, key, slot) of its
-  head's pair (`_Tail.candidate`), and the best of them (`_best_tail`; () without tails)."""
+  """(tail_carry, tail_head) before the final rounds: per tail (state, key, slot, residual)
+  of its head's pair (`_Tail.candidate`), and the best of them (`_best_tail`; () without
+  tails)."""
   tail_carry = tuple((state, *tail.candidate(state)) for tail, state in tails)
   return tail_carry, _best_tail(tail_carry) if tails else ()
 
 
 def _tail_heads(tail_carry) -> tuple:
   """Per tail, (key, slot) [R, 1] of its head after the final rounds (`_Picked.heads`)."""
-  return tuple((key, slot) for _, key, slot in tail_carry)
+  return tuple((key, slot) for _, key, slot, _ in tail_carry)
 
 
 class _Runs(NamedTuple):
@@ -507,8 +513,8 @@ class _Runs(NamedTuple):
 
 class _Picked(NamedTuple):
   """What a final selection that compares by (key, slot) leaves for `_exact_order_missed`:
-  heads, per sequence of untaken candidates (a frontier lane, a tournament group, a tail;
-  or single candidates), (keys [R, X], slots [R, X]) of its first, which is at least as
+  heads, per sequence of untaken candidates (a tournament group, a tail; or single
+  candidates), (keys [R, X], slots [R, X]) of its first, which is at least as
   good in the exact order as any after it (`_TAKEN` keys: none); runs [R, 1] bool: some
   two picks in a row had equal keys (None: not known); missed: a scalar, the selection's
   own finding that it may have missed the exact order (None: no such finding)."""
@@ -517,23 +523,29 @@ class _Picked(NamedTuple):
   missed: jax.Array | None = None
 
 
-def _store_candidates(keys, slots, starts, rows: _Rows, candidates_ref, interpret: bool):
-  """Stores per part keys [R, P] and slots [R, P] at lanes `starts` + 0..P-1 of
-  candidates_ref [rows, 2, T] (keys, slots), then waits for the stores."""
+def _store_candidates(fields, starts, rows: _Rows, candidates_ref, interpret: bool):
+  """Stores per field (keys, slots, and for the exact frontier residuals' bits), per part
+  [R, P] at lanes `starts` + 0..P-1 of row `field` of candidates_ref [rows, F, T], then
+  waits for the stores."""
   live = rows.store < candidates_ref.shape[0]
-  for part_keys, part_slots, start in zip(keys, slots, starts):
-    lanes = int(start) + jnp.arange(part_keys.shape[1], dtype=jnp.int32)[None, :]
-    mask = jnp.broadcast_to(live, part_keys.shape)
-    pltriton.store(candidates_ref.at[rows.store, 0, lanes], part_keys, mask=mask)
-    pltriton.store(candidates_ref.at[rows.store, 1, lanes], part_slots, mask=mask)
+  for field, parts in enumerate(fields):
+    for part, start in zip(parts, starts):
+      lanes = int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
+      pltriton.store(candidates_ref.at[rows.store, field, lanes], part,
+                     mask=jnp.broadcast_to(live, part.shape))
   platform.triton_barrier(interpret)
 
 
-def _against_tails(tail_head, top, pick_slot):
+def _against_tails(tail_head, top, pick_slot, top_residual=None):
   """(took_tail [R, 1], taken slot [R, 1]): whether the best of the tails' heads beats
-  the candidates' winner (top, pick_slot), and the slot the round takes."""
-  tail_key, tail_slot, _ = tail_head
-  took_tail = _beats(tail_key, tail_slot, top, pick_slot)
+  the candidates' winner (top, pick_slot), by (key, slot) or, given the winner's
+  top_residual, in the exact order; and the slot the round takes."""
+  tail_key, tail_slot, tail_residual, _ = tail_head
+  if top_residual is None:
+    took_tail = _beats(tail_key, tail_slot, top, pick_slot)
+  else:
+    took_tail = _beats_exactly(tail_key, tail_residual, tail_slot, top, top_residual,
+                               pick_slot)
   return took_tail, jnp.where(took_tail, tail_slot, pick_slot)
 
 
@@ -541,7 +553,7 @@ def _advance_tails(tails, tail_carry, tail_head, took_tail):
   """The tails' heads after a round: the taken tail advances for the rows that took it
   (`_advance_tail`), all under one `lax.cond` on whether any row took a tail."""
   def advance(tails_now):
-    tail_carry, (_, _, tail_which) = tails_now
+    tail_carry, (*_, tail_which) = tails_now
     tail_carry = tuple(_advance_tail(tail, head, took_tail & (tail_which == i))
                        for i, ((tail, _), head) in enumerate(zip(tails, tail_carry)))
     return tail_carry, _best_tail(tail_carry)
@@ -575,7 +587,7 @@ def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, s
   if with_lane:
     slots = _pack_ids(slots, [int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
                               for part, start in zip(slots, starts)], lane_bits)
-  _store_candidates(keys, slots, starts, rows, candidates_ref, interpret)
+  _store_candidates((keys, slots), starts, rows, candidates_ref, interpret)
   picked = _tournament(rows, candidates_ref, idx_ref, k, tails,
                        id_bits=lane_bits if with_lane else 0, lane_in_id=with_lane)
   platform.triton_barrier(interpret)
@@ -692,23 +704,28 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
 
 def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
-                     tails: tuple = ()) -> "_Picked":
+                     tails: tuple = (), residuals=None) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (per part
   keys [R, P], slots [R, P] at lanes from `starts`) come in `frontier_layout`'s order:
   ranks_ref[2] holds each one's successor in its lane and ranks_ref[3, :lanes] the lanes'
   first positions; `stopper` is the first position past them (a taken entry).
 
   Along a lane i the pairs (i, j) come in the exact order (the second half is ranked, and
-  its equal scores lowest index first), so the best untaken candidate is the best of the
-  lanes' heads. A round is one max and one min among equal keys over the heads ([R,
-  lanes]); the winning lane's head becomes its successor, one entry loaded per row. (The
-  tournament's round reduces over its group bests, reloads the winner's group of 16 and
-  reduces over that too. On the H200 the frontier was 1-9% faster than the tournament at
-  every benchmarked shape: WORKSPACE.md, issue 12, session 40.) Where slot and position
-  fit in 31 bits together, an entry's slot is stored as slot << bits | successor, so the
-  pick names the entry to load; else each lane's successor is kept beside its head and
-  found by a third reduction. Heads are compared by (key, slot), not exactly: the result
-  names what `_exact_order_missed` checks. tails: as in `_select`."""
+  its equal scores lowest index first), as do a tail's, so the best untaken candidate is
+  the best of the lanes' and tails' heads. A round is one max and one min among equal
+  keys over the heads ([R, lanes]); the winning lane's head becomes its successor, one
+  entry loaded per row. (The tournament's round reduces over its group bests, reloads the
+  winner's group of 16 and reduces over that too. On the H200 the frontier was 1-9%
+  faster than the tournament at every benchmarked shape: WORKSPACE.md, issue 12, session
+  40.) Where slot and position fit in 31 bits together, an entry's slot is stored as
+  slot << bits | successor, so the pick names the entry to load; else each lane's
+  successor is kept beside its head and found by a third reduction.
+
+  residuals (per part [R, P] float32, `sum_residual` of each candidate's sum): heads are
+  compared in the exact order, among equal keys the largest residual first (one more
+  reduction and one more load per round), so the k picks are the exact order's by
+  construction, with no check and no fallback (module docstring, step 4). None: by (key,
+  slot) (`KernelConfig.exact_order=False`)."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
@@ -716,16 +733,28 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
   successors = [ranks_ref[2, pl.ds(int(start), part.shape[1])][None, :]
                 for part, start in zip(slots, starts)]                # per part [1, P]
   ids = _pack_ids(slots, successors, next_bits) if packed else slots
-  _store_candidates(keys, ids, starts, rows, candidates_ref, interpret)
+  exact = residuals is not None
+  fields = (keys, ids) + ((tuple(lax.bitcast_convert_type(part, jnp.int32)
+                                 for part in residuals),) if exact else ())
+  _store_candidates(fields, starts, rows, candidates_ref, interpret)
 
-  def load(position):
-    return (pltriton.load(candidates_ref.at[rows.load, 0, position]),
-            pltriton.load(candidates_ref.at[rows.load, 1, position]))
+  def load(position):  # (key, id, residual or None) of the entries at `position`
+    key, ident = (pltriton.load(candidates_ref.at[rows.load, field, position])
+                  for field in (0, 1))
+    residual = (lax.bitcast_convert_type(
+        pltriton.load(candidates_ref.at[rows.load, 2, position]), jnp.float32)
+        if exact else None)
+    return key, ident, residual
 
   def round_(r, carry):
-    head_key, head_id, head_next, tail_carry, tail_head, runs = carry
+    head_key, head_id, head_residual, head_next, tail_carry, tail_head = carry
     top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
-    pick = jnp.min(jnp.where(head_key == top, head_id, _NO_ID), axis=1, keepdims=True)
+    tied = head_key == top
+    top_residual = None
+    if exact:  # among equal keys, the larger exact sum
+      top_residual = jnp.max(jnp.where(tied, head_residual, -jnp.inf), axis=1, keepdims=True)
+      tied = tied & (head_residual == top_residual)
+    pick = jnp.min(jnp.where(tied, head_id, _NO_ID), axis=1, keepdims=True)
     if packed:  # once every head is taken the pick is _NO_ID: its bits name the stopper
       pick_slot = jnp.right_shift(pick, next_bits)
       successor = jnp.minimum(pick & ((1 << next_bits) - 1), stopper)
@@ -733,13 +762,12 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
       pick_slot = pick
       successor = jnp.min(jnp.where(head_id == pick, head_next, stopper), axis=1,
                           keepdims=True)
-    taken_slot, taken_key = pick_slot, top
+    taken_slot = pick_slot
     if tails:
-      took_tail, taken_slot = _against_tails(tail_head, top, pick_slot)
-      taken_key = jnp.where(took_tail, tail_head[0], top)
+      took_tail, taken_slot = _against_tails(tail_head, top, pick_slot, top_residual)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
-    new_key, new_id = load(successor)                                  # [R, 1]
+    new_key, new_id, new_residual = load(successor)                    # [R, 1]
     # Ids of heads not at the stopper are distinct; the stopper's (_NO_ID) is picked only
     # when every head is at it, and then a tail is taken.
     won = head_id == pick
@@ -748,17 +776,19 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
       tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
     if not packed:
       head_next = jnp.where(won, pltriton.load(ranks_ref.at[2, successor]), head_next)
-    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_next,
-            tail_carry, tail_head, runs.after(taken_key))
+    if exact:
+      head_residual = jnp.where(won, new_residual, head_residual)
+    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id),
+            head_residual, head_next, tail_carry, tail_head)
 
   first = ranks_ref[3, pl.ds(0, lanes)][None, :]                      # [1, L]
-  head_key, head_id = load(jnp.broadcast_to(first, (rows.load.shape[0], lanes)))
+  head_key, head_id, head_residual = load(jnp.broadcast_to(first, (rows.load.shape[0],
+                                                                   lanes)))
+  head_residual = () if head_residual is None else head_residual
   head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
-  head_key, head_id, _, tail_carry, _, runs = lax.fori_loop(
-      0, k, round_, (head_key, head_id, head_next, *_start_tails(tails), _Runs.start(rows)))
+  lax.fori_loop(0, k, round_, (head_key, head_id, head_residual, head_next,
+                               *_start_tails(tails)))
   platform.triton_barrier(interpret)
-  head_slot = jnp.right_shift(head_id, next_bits) if packed else head_id
-  return _Picked(((head_key, head_slot),) + _tail_heads(tail_carry), runs.seen)
 
 
 class _Entries(NamedTuple):
@@ -1000,9 +1030,10 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   that takes it), compared by (key, residual, slot). Small on purpose: it runs in few
   programs, but its registers count in all of them (restarting the tails' groups here
   took the kernel from 155 to 254 registers in pip Triton's build and made it 11-27%
-  slower on the H200). Even this form costs about 8% at S = 512, k = 32 by its presence
-  and 4% more by running in the few programs that need it (WORKSPACE.md, issue 12,
-  session 42)."""
+  slower on the H200). Even this form cost session 41's frontier about 8% at S = 512, k =
+  32 by its presence and 4% more by running in the few programs that needed it, so the
+  frontier now compares exactly instead and holds none (WORKSPACE.md, issue 12, session
+  42): the tournament and the threshold selections use it."""
   live = rows.store < idx_ref.shape[0]
   lane = jnp.arange(next_power_of_two(ranked), dtype=jnp.int32)[None, :]   # [1, L]
   lengths = jnp.where(lane < ranked, jnp.minimum(k // (lane + 1), ranked), 0)
@@ -1091,7 +1122,9 @@ def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...]
   final selection reusing set 0)."""
   memory = {"picks": (num_rows, 2, next_power_of_two(per_half))}
   if config.final_select in ("tournament", "frontier"):
-    memory["candidates"] = (num_rows, 2, sum(parts))
+    # keys, slots (and the exact frontier's residuals)
+    fields = 3 if config.exact_order and config.final_select == "frontier" else 2
+    memory["candidates"] = (num_rows, fields, sum(parts))
   halves = config.half_select == "threshold"
   if halves or config.final_select == "threshold":
     lanes = max(per_half if halves else 1, k if config.final_select == "threshold" else 1)
@@ -1137,23 +1170,30 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                              rounds=per_half, pick=config.pick)
     first_idx = half(0, first_rank, logs[0])  # [R, P] per part
     second_idx = half(sub_keys, second_rank, logs[1])
-  keys, slots = [], []
+  exact_frontier = config.exact_order and config.final_select == "frontier"
+  keys, slots, residuals = [], [], []
   for first, second, rank in zip(first_idx, second_idx, first_rank):
-    sums = (_load_scores(scores_ref, rows, first, width)
-            + _load_scores(scores_ref, rows, sub_keys + second, width))
+    first_scores = _load_scores(scores_ref, rows, first, width)
+    second_scores = _load_scores(scores_ref, rows, sub_keys + second, width)
+    sums = first_scores + second_scores
     keys.append(jnp.where(rank >= 0, ordered_key(sums), _TAKEN))
     slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
+    if exact_frontier:
+      residuals.append(jnp.where(rank >= 0, sum_residual(first_scores, second_scores, sums),
+                                 0.0))
   if config.final_select == "threshold":
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
-  elif config.final_select == "frontier":
+  elif config.final_select == "frontier":  # exact by construction, or not at all
     picked = _select_frontier(keys, slots, starts, rows, ranks_ref, work["candidates"],
                               idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), interpret, tails)
+                              next_power_of_two(ranked), interpret, tails,
+                              residuals if exact_frontier else None)
   else:
     picked = _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys,
                      interpret, tails)
-  if config.exact_order:  # rare: keys of different exact sums tie where the order counts
+  if config.exact_order and picked is not None:
+    # Rare: keys of different exact sums tie where the order counts.
     lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),
              functools.partial(_exact_frontier, scores_ref, rows, logs, idx_ref, k, sub_keys,
                                ranked, bool(tails), interpret), lambda: None)
