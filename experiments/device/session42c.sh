@@ -1,4 +1,5 @@
-# Session 42, call c (issue 12): the frontier made exact without `_exact_frontier` (rounds
+# Session 42, call c (issue 12; its tree: `git apply experiments/device/session42c.diff` at
+# 4bda6b8, not kept): the frontier made exact without `_exact_frontier` (rounds
 # past the k-th while a row's best untaken candidate ties its k-th key, then `_order_ties`
 # ranks the equal keys by their residuals, a few loads in the programs that need it) against
 # `exact_order=false` and session 41's tree (devrun/h41, a `git archive e430609` copy,
