@@ -748,13 +748,12 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
 
   def round_(r, carry):
     head_key, head_id, head_residual, head_next, tail_carry, tail_head = carry
-    top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
-    tied = head_key == top
-    top_residual = None
-    if exact:  # among equal keys, the larger exact sum
-      top_residual = jnp.max(jnp.where(tied, head_residual, -jnp.inf), axis=1, keepdims=True)
-      tied = tied & (head_residual == top_residual)
-    pick = jnp.min(jnp.where(tied, head_id, _NO_ID), axis=1, keepdims=True)
+    if exact:  # among equal keys the larger exact sum (packed ids keep the slots' order)
+      top, top_residual, pick = _best_exactly(head_key, head_residual, head_id)  # [R, 1]
+    else:
+      top = jnp.max(head_key, axis=1, keepdims=True)                   # [R, 1]
+      top_residual = None
+      pick = jnp.min(jnp.where(head_key == top, head_id, _NO_ID), axis=1, keepdims=True)
     if packed:  # once every head is taken the pick is _NO_ID: its bits name the stopper
       pick_slot = jnp.right_shift(pick, next_bits)
       successor = jnp.minimum(pick & ((1 << next_bits) - 1), stopper)
@@ -1010,7 +1009,8 @@ def _exact_order_missed(scores_ref, rows: _Rows, idx_ref, picked: _Picked, k: in
 
 
 def _best_exactly(keys, residuals, slots):
-  """(key, residual, slot) [R, 1] of the best of [R, X] in the exact order."""
+  """(key, residual, slot) [R, 1] of the best of [R, X] in the exact order (slots may be
+  any ids in the slots' order)."""
   key = jnp.max(keys, axis=1, keepdims=True)
   tied = keys == key
   residual = jnp.max(jnp.where(tied, residuals, -jnp.inf), axis=1, keepdims=True)
