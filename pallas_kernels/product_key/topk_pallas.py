@@ -69,6 +69,21 @@ the same float32 values as the XLA twin. A single int64 key (score, id) would ma
 round one plain max, but JAX without 64-bit mode (its default) has no int64 inside a
 kernel.
 
+Registers. The rounds wait on reductions and reloads, so what hides that latency is how
+many programs share a multiprocessor, and registers bound that: 65,536 per multiprocessor,
+so a one-warp program of at most 96 registers per thread runs 21 to a multiprocessor, one
+of 119 17 (XLA's build of the exact frontier at S = 512, k = 32, against `exact_order=False`'s
+96: WORKSPACE.md, issue 12, session 43). A program's peak is where many lanes are live at
+once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64 registers
+per thread at 4 rows and one warp) and the candidates' formation (keys, slots and residuals
+of a 128-lane part, 16 each). So the candidates are formed part by part as the final
+selection stores them (`candidate_part` in `_kernel`), and two fields cut the peaks:
+`candidate_lanes` (parts of at most that many lanes) and `group_start="columns"` (the
+groups' bests by a loop over their offsets). With both (16 lanes, columns), pip's Triton
+3.6 (`experiments/triton_ir_stats.py`) builds the S = 512, k = 32 kernel in 96 registers
+instead of 165 (exact) and 80 instead of 128 (`exact_order=False`); XLA's own build and the
+time on the H200 are not yet measured, so the defaults stay as timed.
+
 The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
 Scores must not be NaN.
@@ -97,6 +112,7 @@ HALF_SELECTS = ("scan", "groups", "threshold")
 FINAL_SELECTS = ("tournament", "frontier", "threshold")
 _LAZY_FINAL_SELECTS = ("tournament", "frontier")  # the final selections that take tails
 PICKS = ("max_min", "argmax")
+GROUP_STARTS = ("tile", "columns")
 
 
 class KernelConfig(NamedTuple):
@@ -141,6 +157,13 @@ class KernelConfig(NamedTuple):
   # float32, back to back (WORKSPACE.md, issue 12, session 42): True 0.362-0.366 ms, False
   # 0.327, session 41's check and fallback 0.365-0.376.
   exact_order: bool = True
+  # Register pressure (module docstring, "Registers"). Lanes of candidates formed and stored
+  # at a time by the frontier and the tournament (0: `candidate_parts`' parts whole).
+  candidate_lanes: int = 0
+  # How a half's groups find their best entries before the first round ("groups"): "tile",
+  # one [R, G, g] load reduced over its last axis; "columns", g loads of [R, G] (one offset
+  # of every group each) into a running best.
+  group_start: str = "tile"
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -172,6 +195,10 @@ def default_config(sub_keys: int, k: int) -> KernelConfig:
 def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
   check_power_of_two_fields(config, ("block_rows", "num_warps", "group_size"))
+  if config.candidate_lanes and (config.candidate_lanes < 0
+                                 or config.candidate_lanes & (config.candidate_lanes - 1)):
+    raise ValueError("KernelConfig.candidate_lanes must be 0 or a power of two, got "
+                     f"{config.candidate_lanes}")
   if config.num_warps > 32:
     raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")
   if config.half_select not in HALF_SELECTS:
@@ -182,6 +209,9 @@ def check_config(config: KernelConfig) -> None:
                      f"{config.final_select!r}")
   if config.pick not in PICKS:
     raise ValueError(f"KernelConfig.pick must be one of {PICKS}, got {config.pick!r}")
+  if config.group_start not in GROUP_STARTS:
+    raise ValueError(f"KernelConfig.group_start must be one of {GROUP_STARTS}, got "
+                     f"{config.group_start!r}")
 
 
 def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
@@ -209,13 +239,19 @@ def ordered_key(x: jax.Array) -> jax.Array:
   return (bits ^ (negative & 0x7FFFFFFF)) - negative
 
 
-def candidate_parts(count: int) -> tuple[int, ...]:
+def candidate_parts(count: int, max_lanes: int = 0) -> tuple[int, ...]:
   """Power-of-two lane counts covering `count` candidates, each at least 32 lanes (one
-  part below that): 119 -> (128,), 280 -> (256, 32)."""
+  part below that): 119 -> (128,), 280 -> (256, 32); with max_lanes (a power of two), parts
+  above it split into parts of max_lanes: 119, 16 -> eight of 16."""
   if count <= 32:
-    return (next_power_of_two(count),)
-  lanes = -(-count // 32) * 32
-  return tuple(1 << bit for bit in reversed(range(lanes.bit_length())) if lanes >> bit & 1)
+    parts = (next_power_of_two(count),)
+  else:
+    lanes = -(-count // 32) * 32
+    parts = tuple(1 << bit for bit in reversed(range(lanes.bit_length())) if lanes >> bit & 1)
+  if not max_lanes:
+    return parts
+  return tuple(piece for part in parts
+               for piece in ((max_lanes,) * (part // max_lanes) if part > max_lanes else (part,)))
 
 
 class _Rows(NamedTuple):
@@ -272,22 +308,19 @@ def _log_pick(log: _PickLog, rows: _Rows, r, pick_col):
                  mask=rows.store < log.scratch.shape[0])
 
 
-def _picks_by_rank(log: _PickLog, rows: _Rows, ranks):
-  """After the rounds, per candidate part [R, P] the pick of each candidate's rank (ranks
-  per part [1, P]; -1 = no candidate: index 0)."""
+def _picks_by_rank(log: _PickLog, rows: _Rows, rank):
+  """After the rounds, [R, P] the pick of each of a candidate part's ranks (rank [1, P];
+  -1 = no candidate: index 0)."""
   platform.triton_barrier(log.interpret)
-  return tuple(
-      pltriton.load(log.scratch.at[rows.load, log.half, jnp.maximum(rank, 0)],
-                    mask=jnp.broadcast_to(rank >= 0, (rows.load.shape[0], rank.shape[1])),
-                    other=0)
-      for rank in ranks)
+  return pltriton.load(log.scratch.at[rows.load, log.half, jnp.maximum(rank, 0)],
+                       mask=jnp.broadcast_to(rank >= 0, (rows.load.shape[0], rank.shape[1])),
+                       other=0)
 
 
-def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
-               sub_keys: int, rounds: int, pick: str):
-  """Per candidate part, [R, P] the index within the half of each candidate's pick
-  (module docstring, step 1, "scan"); ranks: per part [1, P] the candidates' ranks in
-  this half (-1 = no candidate: index 0)."""
+def _scan_half(scores_ref, rows: _Rows, offset: int, log: _PickLog, *, sub_keys: int,
+               rounds: int, pick: str) -> None:
+  """The half's `rounds` best indices (within the half), best first, into its pick log
+  (module docstring, step 1, "scan")."""
   cols = jnp.arange(next_power_of_two(sub_keys), dtype=jnp.int32)[None, :]
   keys = _keys(scores_ref, rows, offset, cols, sub_keys)
 
@@ -297,7 +330,6 @@ def _scan_half(scores_ref, rows: _Rows, offset: int, ranks, log: _PickLog, *,
     return jnp.where(cols == pick_col, _TAKEN, keys)
 
   lax.fori_loop(0, rounds, round_, keys)
-  return _picks_by_rank(log, rows, ranks)
 
 
 class _HalfState(NamedTuple):
@@ -318,6 +350,7 @@ class _Groups(NamedTuple):
   sub_keys: int
   group_size: int
   pick: str
+  start_form: str = "tile"  # `KernelConfig.group_start`
 
   @property
   def size(self) -> int:
@@ -350,8 +383,23 @@ class _Groups(NamedTuple):
     timed. (Finding the group bests on the float scores instead, loaded without masks,
     with keys made of those alone: 15% slower at S = 1,024, k = 64 on the H200 and no faster
     at S = 512, k = 32, though S = 1,024, k = 32 took 0.511 ms against 0.561 in another call:
-    WORKSPACE.md, issue 12, session 37.)"""
-    group_lanes, in_group = self._group_lanes(), jnp.arange(self.size, dtype=jnp.int32)
+    WORKSPACE.md, issue 12, session 37.)
+
+    start_form="columns": one [R, G] load per offset in the group, kept where it beats the
+    running best (strictly, so the first among equal keys stays): [R, G] live instead of
+    the [R, G, g] tile (module docstring, "Registers")."""
+    group_lanes = self._group_lanes()
+    if self.start_form == "columns":
+      firsts = group_lanes * self.size                                 # [1, G]
+      best = _keys(self.scores_ref, self.rows, self.offset, firsts, self.sub_keys)
+      best_col = jnp.broadcast_to(firsts, best.shape)
+      for offset in range(1, self.size):
+        keys = _keys(self.scores_ref, self.rows, self.offset, firsts + offset, self.sub_keys)
+        better = keys > best
+        best = jnp.where(better, keys, best)
+        best_col = jnp.where(better, firsts + offset, best_col)
+      return self._with_head(best, best_col)
+    in_group = jnp.arange(self.size, dtype=jnp.int32)
     tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
                  self.offset, group_lanes[:, :, None] * self.size + in_group,
                  self.sub_keys)                                       # [R, G, g]
@@ -387,15 +435,15 @@ class _Groups(NamedTuple):
                            jnp.where(won, new_col, state.best_col))
 
 
-def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: int,
-                   rounds: int, pick: str, group_size: int):
-  """`_scan_half`'s result for both halves (offsets 0 and S; ranks and logs per half) by a
-  tournament over groups of `group_size` consecutive entries (module docstring, step 1,
-  "groups"), and each half's `_Groups` and state after the rounds (its head: the pick of
-  round `rounds`). One loop runs both halves' rounds: two independent chains per
+def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int, pick: str,
+                   group_size: int, group_start: str):
+  """`_scan_half`'s picks for both halves (offsets 0 and S; a log per half) by a tournament
+  over groups of `group_size` consecutive entries (module docstring, step 1, "groups");
+  returns each half's `_Groups` and state after the rounds (its head: the pick of round
+  `rounds`). One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
   half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
-  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick)
+  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick, group_start)
                  for offset in (0, sub_keys))
 
   def round_(r, states):
@@ -404,8 +452,7 @@ def _groups_halves(scores_ref, rows: _Rows, ranks_by_half, logs, *, sub_keys: in
     return tuple(half.take(state) for half, state in zip(halves, states))
 
   states = lax.fori_loop(0, rounds, round_, tuple(half.start() for half in halves))
-  picks = tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
-  return picks, halves, states
+  return halves, states
 
 
 # Candidates per group of the final selection's tournament.
@@ -523,17 +570,14 @@ class _Picked(NamedTuple):
   missed: jax.Array | None = None
 
 
-def _store_candidates(fields, starts, rows: _Rows, candidates_ref, interpret: bool):
-  """Stores per field (keys, slots, and for the exact frontier residuals' bits), per part
-  [R, P] at lanes `starts` + 0..P-1 of row `field` of candidates_ref [rows, F, T], then
-  waits for the stores."""
+def _store_candidates(fields, start: int, rows: _Rows, candidates_ref):
+  """Stores one part's fields [R, P] (keys, slots, and for the exact frontier residuals'
+  bits) at lanes start + 0..P-1 of row `field` of candidates_ref [rows, F, T]."""
   live = rows.store < candidates_ref.shape[0]
-  for field, parts in enumerate(fields):
-    for part, start in zip(parts, starts):
-      lanes = int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
-      pltriton.store(candidates_ref.at[rows.store, field, lanes], part,
-                     mask=jnp.broadcast_to(live, part.shape))
-  platform.triton_barrier(interpret)
+  for field, part in enumerate(fields):
+    lanes = int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
+    pltriton.store(candidates_ref.at[rows.store, field, lanes], part,
+                   mask=jnp.broadcast_to(live, part.shape))
 
 
 def _against_tails(tail_head, top, pick_slot, top_residual=None):
@@ -566,28 +610,31 @@ def _packs_into_ids(sub_keys: int, bits: int) -> bool:
   return (sub_keys * sub_keys - 1).bit_length() + bits <= _PACKED_ID_BITS
 
 
-def _pack_ids(slots, lows, bits: int):
-  """Per part [R, P] slot << bits | low (lows per part [1, P] < 2**bits; _NO_ID stays):
-  the same order among distinct slots, and the low bits say something about the entry."""
-  return [jnp.where(part_slots == _NO_ID, _NO_ID, jnp.left_shift(part_slots, bits) | low)
-          for part_slots, low in zip(slots, lows)]
+def _pack_ids(slots, low, bits: int):
+  """[R, P] slot << bits | low (low [1, P] < 2**bits; _NO_ID stays): the same order among
+  distinct slots, and the low bits say something about the entry."""
+  return jnp.where(slots == _NO_ID, _NO_ID, jnp.left_shift(slots, bits) | low)
 
 
-def _select(keys, slots, starts, rows: _Rows, candidates_ref, idx_ref, k: int, sub_keys: int,
-            interpret: bool, tails: tuple = ()) -> _Picked:
-  """k rounds over the candidates (module docstring, step 3) as a tournament: per part
-  keys [R, P] and slots [R, P] (distinct where the key is not _TAKEN; lanes from
-  `starts`) are stored to candidates_ref [rows, 2, T] (keys, slots) for `_tournament`.
-  Where slot and lane fit in 31 bits together, a candidate's slot is stored as
-  slot << lane_bits | lane, so the round's pick also names the winner's lane, and its
-  group, without a reduction over the groups to find it."""
+def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
+            sub_keys: int, interpret: bool, tails: tuple = ()) -> _Picked:
+  """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
+  (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
+  slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
+  stored to candidates_ref [rows, 2, T] for `_tournament`. Where slot and lane fit in 31
+  bits together, a candidate's slot is stored as slot << lane_bits | lane, so the round's
+  pick also names the winner's lane, and its group, without a reduction over the groups
+  to find it."""
   total = candidates_ref.shape[-1]
   lane_bits = max(1, (total - 1).bit_length())
   with_lane = _packs_into_ids(sub_keys, lane_bits)
-  if with_lane:
-    slots = _pack_ids(slots, [int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
-                              for part, start in zip(slots, starts)], lane_bits)
-  _store_candidates((keys, slots), starts, rows, candidates_ref, interpret)
+  for part, start in enumerate(starts):
+    keys, slots, _ = candidate_part(part)
+    if with_lane:
+      slots = _pack_ids(slots, int(start) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :],
+                        lane_bits)
+    _store_candidates((keys, slots), start, rows, candidates_ref)
+  platform.triton_barrier(interpret)
   picked = _tournament(rows, candidates_ref, idx_ref, k, tails,
                        id_bits=lane_bits if with_lane else 0, lane_in_id=with_lane)
   platform.triton_barrier(interpret)
@@ -702,11 +749,12 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
   return FrontierLayout(ranks, nexts, lane_starts)
 
 
-def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
+def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
-                     tails: tuple = (), residuals=None) -> None:
-  """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (per part
-  keys [R, P], slots [R, P] at lanes from `starts`) come in `frontier_layout`'s order:
+                     tails: tuple = (), exact: bool = True) -> None:
+  """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
+  part from candidate_part, as for `_select`, at lanes from `starts`) come in
+  `frontier_layout`'s order:
   ranks_ref[2] holds each one's successor in its lane and ranks_ref[3, :lanes] the lanes'
   first positions; `stopper` is the first position past them (a taken entry).
 
@@ -721,22 +769,23 @@ def _select_frontier(keys, slots, starts, rows: _Rows, ranks_ref, candidates_ref
   slot << bits | successor, so the pick names the entry to load; else each lane's
   successor is kept beside its head and found by a third reduction.
 
-  residuals (per part [R, P] float32, `sum_residual` of each candidate's sum): heads are
-  compared in the exact order, among equal keys the largest residual first (one more
-  reduction and one more load per round), so the k picks are the exact order's by
-  construction, with no check and no fallback (module docstring, step 4). None: by (key,
-  slot) (`KernelConfig.exact_order=False`)."""
+  exact (the candidates' residuals, float32 `sum_residual` of each sum, stored as a third
+  field): heads are compared in the exact order, among equal keys the largest residual
+  first (one more reduction and one more load per round), so the k picks are the exact
+  order's by construction, with no check and no fallback (module docstring, step 4).
+  False: by (key, slot) (`KernelConfig.exact_order=False`)."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
   packed = _packs_into_ids(sub_keys, next_bits)
-  successors = [ranks_ref[2, pl.ds(int(start), part.shape[1])][None, :]
-                for part, start in zip(slots, starts)]                # per part [1, P]
-  ids = _pack_ids(slots, successors, next_bits) if packed else slots
-  exact = residuals is not None
-  fields = (keys, ids) + ((tuple(lax.bitcast_convert_type(part, jnp.int32)
-                                 for part in residuals),) if exact else ())
-  _store_candidates(fields, starts, rows, candidates_ref, interpret)
+  for part, start in enumerate(starts):
+    keys, slots, residuals = candidate_part(part)
+    if packed:
+      successors = ranks_ref[2, pl.ds(int(start), slots.shape[1])][None, :]   # [1, P]
+      slots = _pack_ids(slots, successors, next_bits)
+    fields = (keys, slots) + ((lax.bitcast_convert_type(residuals, jnp.int32),) if exact else ())
+    _store_candidates(fields, start, rows, candidates_ref)
+  platform.triton_barrier(interpret)
 
   def load(position):  # (key, id, residual or None) of the entries at `position`
     key, ident = (pltriton.load(candidates_ref.at[rows.load, field, position])
@@ -892,9 +941,9 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
   platform.triton_barrier(interpret)
 
 
-def _threshold_halves(scores_ref, rows: _Rows, ranks_by_half, logs, work_ref, *,
-                      sub_keys: int, rounds: int, interpret: bool):
-  """`_scan_half`'s result for both halves by `_thresholds` (`half_select="threshold"`):
+def _threshold_halves(scores_ref, rows: _Rows, logs, work_ref, *, sub_keys: int, rounds: int,
+                      interpret: bool) -> None:
+  """`_scan_half`'s picks for both halves by `_thresholds` (`half_select="threshold"`):
   the `rounds` best of each half, ranked by `_store_ranked` into its pick log (each half
   packs into its own set of work_ref [rows, 2, 2, K])."""
   cols = jnp.arange(next_power_of_two(sub_keys), dtype=jnp.int32)[None, :]
@@ -905,7 +954,6 @@ def _threshold_halves(scores_ref, rows: _Rows, ranks_by_half, logs, work_ref, *,
   for half, (entries, cuts, log) in enumerate(zip(halves, _thresholds(halves, rounds), logs)):
     _store_ranked(entries, cuts, rows, work_ref, half, lambda lane, log=log: (
         log.scratch.at[rows.store, log.half, lane]), rounds, interpret)
-  return tuple(_picks_by_rank(log, rows, ranks) for log, ranks in zip(logs, ranks_by_half))
 
 
 def _select_by_threshold(scores_ref, keys, slots, rows: _Rows, work_ref, idx_ref, k: int,
@@ -1154,43 +1202,47 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   width = 2 * sub_keys
   tails = ()
   if config.half_select == "groups":
-    (first_idx, second_idx), halves, states = _groups_halves(
-        scores_ref, rows, (first_rank, second_rank), logs, sub_keys=sub_keys,
-        rounds=ranked, pick=config.pick, group_size=config.group_size)
+    halves, states = _groups_halves(scores_ref, rows, logs, sub_keys=sub_keys, rounds=ranked,
+                                    pick=config.pick, group_size=config.group_size,
+                                    group_start=config.group_start)
     if ranked < per_half:  # the later ranks as lazy tails
       tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                     for i, (half, other, state) in enumerate(zip(halves, halves[::-1],
                                                                  states)))
   elif config.half_select == "threshold":
-    first_idx, second_idx = _threshold_halves(
-        scores_ref, rows, (first_rank, second_rank), logs, work["work"], sub_keys=sub_keys,
-        rounds=per_half, interpret=interpret)
+    _threshold_halves(scores_ref, rows, logs, work["work"], sub_keys=sub_keys,
+                      rounds=per_half, interpret=interpret)
   else:
-    half = functools.partial(_scan_half, scores_ref, rows, sub_keys=sub_keys,
-                             rounds=per_half, pick=config.pick)
-    first_idx = half(0, first_rank, logs[0])  # [R, P] per part
-    second_idx = half(sub_keys, second_rank, logs[1])
+    for offset, log in zip((0, sub_keys), logs):
+      _scan_half(scores_ref, rows, offset, log, sub_keys=sub_keys, rounds=per_half,
+                 pick=config.pick)
   exact_frontier = config.exact_order and config.final_select == "frontier"
-  keys, slots, residuals = [], [], []
-  for first, second, rank in zip(first_idx, second_idx, first_rank):
+
+  def candidate_part(part):
+    """(keys, slots, residuals or None) [R, P] of candidate part `part` (module docstring,
+    step 2): formed as the final selection stores it, so only one part is live at a time
+    (module docstring, "Registers")."""
+    first, second = (_picks_by_rank(log, rows, ranks[part])
+                     for log, ranks in zip(logs, (first_rank, second_rank)))
+    rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
     second_scores = _load_scores(scores_ref, rows, sub_keys + second, width)
     sums = first_scores + second_scores
-    keys.append(jnp.where(rank >= 0, ordered_key(sums), _TAKEN))
-    slots.append(jnp.where(rank >= 0, first * sub_keys + second, _NO_ID))
-    if exact_frontier:
-      residuals.append(jnp.where(rank >= 0, sum_residual(first_scores, second_scores, sums),
-                                 0.0))
+    residuals = (jnp.where(rank >= 0, sum_residual(first_scores, second_scores, sums), 0.0)
+                 if exact_frontier else None)
+    return (jnp.where(rank >= 0, ordered_key(sums), _TAKEN),
+            jnp.where(rank >= 0, first * sub_keys + second, _NO_ID), residuals)
+
   if config.final_select == "threshold":
+    keys, slots, _ = zip(*(candidate_part(part) for part in range(len(parts))))
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
-    picked = _select_frontier(keys, slots, starts, rows, ranks_ref, work["candidates"],
+    picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"],
                               idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), interpret, tails,
-                              residuals if exact_frontier else None)
+                              next_power_of_two(ranked), interpret, tails, exact_frontier)
   else:
-    picked = _select(keys, slots, starts, rows, work["candidates"], idx_ref, k, sub_keys,
+    picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
                      interpret, tails)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
@@ -1219,7 +1271,8 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   if config.final_select == "frontier":
     layout = frontier_layout(k, ranked)
     pair_ranks = layout.ranks
-    parts = candidate_parts(pair_ranks.shape[1] + 1)  # the stopper after the entries
+    # the stopper after the entries
+    parts = candidate_parts(pair_ranks.shape[1] + 1, config.candidate_lanes)
     # Rows 2 and 3: each entry's successor in its lane and the lanes' first positions.
     ranks = np.full((4, sum(parts)), -1, np.int32)
     ranks[2] = len(layout.nexts)  # the stopper and the padding after it lead to the stopper
@@ -1228,7 +1281,8 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   else:
     pairs = candidate_pairs(k, per_half)
     pair_ranks = pairs[(pairs < ranked).all(axis=1)].T  # the rest: the tails (`_Tail`)
-    parts = candidate_parts(pair_ranks.shape[1])
+    lanes = config.candidate_lanes if config.final_select == "tournament" else 0
+    parts = candidate_parts(pair_ranks.shape[1], lanes)
     ranks = np.full((2, sum(parts)), -1, np.int32)
   ranks[:2, :pair_ranks.shape[1]] = pair_ranks
   memory = _working_memory(num_rows, k, per_half, parts, config)
