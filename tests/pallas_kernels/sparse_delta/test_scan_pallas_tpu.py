@@ -26,7 +26,7 @@ from tests.pallas_kernels.sparse_delta.test_scan_pallas import _xla_scan
 
 # Only Dv = 256 gives two column slabs, one per simulated core, so only it can race; the
 # other forms (per-slot error, a shared table) run through the op in interpret mode in
-# tests/sdm_jax/ops/test_sparse_delta.py (`pallas_tpu`), one slab each.
+# tests/sdm_jax/ops/test_sparse_delta.py (`pallas_tpu`, both in one test), one slab each.
 @pytest.mark.parametrize("error,shared_memory,value_dim", [("shared", False, 256)])
 def test_kernels_match_the_xla_twin_without_races(error, shared_memory, value_dim):
   # T = 40 in chunks of 16 (the last one padded); N = 40 slots for 3 writes x 16 tokens

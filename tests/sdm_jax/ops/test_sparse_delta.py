@@ -350,12 +350,16 @@ def _pallas_args(seed, value_dim=16, **kwargs):
   return random_inputs(seed, value_dim=value_dim, **kwargs)
 
 
-@pytest.mark.parametrize("impl,value_dim", [("pallas", 16), ("pallas_tpu", 128)])
-@pytest.mark.parametrize("error", ERRORS)
-def test_pallas_matches_the_reference(error, impl, value_dim):
+@pytest.mark.parametrize("error,shared_memory,impl,value_dim",
+                         [(error, error == "shared", "pallas", 16) for error in ERRORS]
+                         + [("per_slot", True, "pallas_tpu", 128)])
+def test_pallas_matches_the_reference(error, shared_memory, impl, value_dim):
   """Each kernel family in interpret mode, through the op ("pallas" off TPU is the GPU
-  family): T = 23 is padded to a 32-token chunk."""
-  args = _pallas_args(30, value_dim, shared_memory=error == "shared", full_overwrite=False)
+  family): T = 23 is padded to a 32-token chunk. The TPU family (the slowest here) once,
+  with the forms its kernel test lacks (`tests/pallas_kernels/sparse_delta/
+  test_scan_pallas_tpu.py`: the shared error, no shared table): the per-slot error and a
+  shared table."""
+  args = _pallas_args(30, value_dim, shared_memory=shared_memory, full_overwrite=False)
   got = sparse_delta_rule(*args, error=error, impl=impl, chunk_size=32)
   want = sparse_delta_rule(*args, error=error, impl="reference")
   _assert_close(got, want, 1e-5)
