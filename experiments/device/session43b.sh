@@ -4,7 +4,10 @@
 # candidates' formation and the halves' start, and with candidate_lanes=16 and
 # group_start=columns builds it in 96 (80 for exact_order=false). First the compiled tests of
 # the new fields; then each form timed one process each at S = 512, k = 32, alternating, the
-# first of the new forms keeping XLA's build (cached_binaries); then the other shapes.
+# first of the new forms keeping XLA's build (cached_binaries); the default also against
+# session 42's tree (devrun/h42: `git archive defd09a pallas_kernels sdm_jax maglev_jax
+# experiments pyproject.toml`, carried), since forming the candidates through one
+# `candidate_part` changed the default's IR order slightly; then the other shapes.
 source experiments/device/common.sh
 step tests 120 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 tests/pallas_kernels/product_key/test_topk.py \
   -k "compiled_kernel_configs and (default or candidate_lanes)"
@@ -15,6 +18,7 @@ step t_low_exact_a 45 . $CACHE JAX_COMPILATION_CACHE_DIR=/tmp/jc/low_exact $T32 
 step t_low_fast_a 45 . $CACHE JAX_COMPILATION_CACHE_DIR=/tmp/jc/low_fast $T32 "--tilings=$LOW;exact_order=false"
 step t_base_exact_a 45 . $T32 --tilings=default
 step t_base_fast_a 45 . $T32 --tilings=exact_order=false
+step t_h42_exact_a 45 devrun/h42 $T32 --tilings=default
 for v in low_exact low_fast; do
   step bin_$v 30 . python -m experiments.cached_binaries --from_cache=/tmp/jc/$v --binaries_dir=/tmp/bin/$v
 done
@@ -23,6 +27,7 @@ step t_lanes_exact_a 45 . $T32 --tilings=candidate_lanes=16
 step t_columns_exact_a 45 . $T32 --tilings=group_start=columns
 step t_low_exact_b 45 . $T32 "--tilings=$LOW"
 step t_base_exact_b 45 . $T32 --tilings=default
+step t_h42_exact_b 45 devrun/h42 $T32 --tilings=default
 step t_low_fast_b 45 . $T32 "--tilings=$LOW;exact_order=false"
 step t_low_exact_bf16 45 . $T32 "--tilings=$LOW" --dtype=bfloat16
 step t_shapes 120 . python -m experiments.bench_ops --op=topk --repeats=20 --topk_rows=65536 --topk_sub_keys=256,1024 --topk_k=32 \

@@ -309,9 +309,8 @@ def _log_pick(log: _PickLog, rows: _Rows, r, pick_col):
 
 
 def _picks_by_rank(log: _PickLog, rows: _Rows, rank):
-  """After the rounds, [R, P] the pick of each of a candidate part's ranks (rank [1, P];
-  -1 = no candidate: index 0)."""
-  platform.triton_barrier(log.interpret)
+  """After the rounds (and a barrier), [R, P] the pick of each of a candidate part's ranks
+  (rank [1, P]; -1 = no candidate: index 0)."""
   return pltriton.load(log.scratch.at[rows.load, log.half, jnp.maximum(rank, 0)],
                        mask=jnp.broadcast_to(rank >= 0, (rows.load.shape[0], rank.shape[1])),
                        other=0)
@@ -1200,15 +1199,24 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
 
   logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
   width = 2 * sub_keys
+  # `candidate_lanes`: each part formed as the final selection stores it, so one is live at
+  # a time (module docstring, "Registers"); else every part's picks loaded after the halves'
+  # rounds and every part formed before any is stored, the order timed until session 43.
+  streamed = bool(config.candidate_lanes)
+
+  def picks_of_parts(parts_now):  # per part, (first, second) [R, P]: its ranks' picks
+    by_half = []
+    for log, ranks in zip(logs, (first_rank, second_rank)):
+      if not streamed:  # as timed: a barrier before each half's loads
+        platform.triton_barrier(interpret)
+      by_half.append([_picks_by_rank(log, rows, ranks[part]) for part in parts_now])
+    return list(zip(*by_half))
+
   tails = ()
   if config.half_select == "groups":
     halves, states = _groups_halves(scores_ref, rows, logs, sub_keys=sub_keys, rounds=ranked,
                                     pick=config.pick, group_size=config.group_size,
                                     group_start=config.group_start)
-    if ranked < per_half:  # the later ranks as lazy tails
-      tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
-                    for i, (half, other, state) in enumerate(zip(halves, halves[::-1],
-                                                                 states)))
   elif config.half_select == "threshold":
     _threshold_halves(scores_ref, rows, logs, work["work"], sub_keys=sub_keys,
                       rounds=per_half, interpret=interpret)
@@ -1216,14 +1224,20 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     for offset, log in zip((0, sub_keys), logs):
       _scan_half(scores_ref, rows, offset, log, sub_keys=sub_keys, rounds=per_half,
                  pick=config.pick)
+  if streamed:
+    platform.triton_barrier(interpret)  # the pick logs, before any part's picks load
+    part_picks = lambda part: picks_of_parts([part])[0]  # noqa: E731
+  else:
+    part_picks = picks_of_parts(range(len(parts))).__getitem__
+  if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
+    tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
+                  for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
   exact_frontier = config.exact_order and config.final_select == "frontier"
 
   def candidate_part(part):
     """(keys, slots, residuals or None) [R, P] of candidate part `part` (module docstring,
-    step 2): formed as the final selection stores it, so only one part is live at a time
-    (module docstring, "Registers")."""
-    first, second = (_picks_by_rank(log, rows, ranks[part])
-                     for log, ranks in zip(logs, (first_rank, second_rank)))
+    step 2)."""
+    first, second = part_picks(part)
     rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
     second_scores = _load_scores(scores_ref, rows, sub_keys + second, width)
@@ -1233,8 +1247,11 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     return (jnp.where(rank >= 0, ordered_key(sums), _TAKEN),
             jnp.where(rank >= 0, first * sub_keys + second, _NO_ID), residuals)
 
+  if not streamed or config.final_select == "threshold":
+    formed = [candidate_part(part) for part in range(len(parts))]
+    candidate_part = formed.__getitem__
   if config.final_select == "threshold":
-    keys, slots, _ = zip(*(candidate_part(part) for part in range(len(parts))))
+    keys, slots, _ = zip(*formed)
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
