@@ -70,19 +70,19 @@ round one plain max, but JAX without 64-bit mode (its default) has no int64 insi
 kernel.
 
 Registers. The rounds wait on reductions and reloads, so what hides that latency is how
-many programs share a multiprocessor, and registers bound that: 65,536 per multiprocessor,
-so a one-warp program of at most 96 registers per thread runs 21 to a multiprocessor, one
-of 119 17 (XLA's build of the exact frontier at S = 512, k = 32, against `exact_order=False`'s
-96: WORKSPACE.md, issue 12, session 43). A program's peak is where many lanes are live at
-once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64 registers
-per thread at 4 rows and one warp) and the candidates' formation (keys, slots and residuals
-of a 128-lane part, 16 each). So the candidates are formed part by part as the final
-selection stores them (`candidate_part` in `_kernel`), and two fields cut the peaks:
-`candidate_lanes` (parts of at most that many lanes) and `group_start="columns"` (the
-groups' bests by a loop over their offsets). With both (16 lanes, columns), pip's Triton
-3.6 (`experiments/triton_ir_stats.py`) builds the S = 512, k = 32 kernel in 96 registers
-instead of 165 (exact) and 80 instead of 128 (`exact_order=False`); XLA's own build and the
-time on the H200 are not yet measured, so the defaults stay as timed.
+many programs share a multiprocessor, and registers bound that (65,536 per multiprocessor):
+a one-warp program of at most 96 registers per thread runs 21 to a multiprocessor, one of
+119 only 17. XLA builds the exact frontier at S = 512, k = 32 in 119, `exact_order=False`
+in 96 (WORKSPACE.md, issue 12, session 43). A program's peak is where many lanes are live
+at once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64
+registers per thread at 4 rows and one warp) and the candidates' formation (every part's
+keys, slots and residuals: 88 lanes in parts of 64 and 32 there). Two fields cut those
+peaks: `candidate_lanes` (parts of at most that many lanes, each formed as the final
+selection stores it, through `candidate_part` in `_kernel`) and `group_chunk` (the groups'
+bests found that many entries per group at a time). With 16 lanes and chunks of 4, pip's
+Triton 3.6 (`experiments/triton_ir_stats.py`) builds that kernel in 88 registers instead
+of 167, and in 80 instead of 128 with `exact_order=False`. Neither XLA's build nor the
+H200's time is measured yet, so the defaults stay as timed.
 
 The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
@@ -112,7 +112,6 @@ HALF_SELECTS = ("scan", "groups", "threshold")
 FINAL_SELECTS = ("tournament", "frontier", "threshold")
 _LAZY_FINAL_SELECTS = ("tournament", "frontier")  # the final selections that take tails
 PICKS = ("max_min", "argmax")
-GROUP_STARTS = ("tile", "columns")
 
 
 class KernelConfig(NamedTuple):
@@ -160,10 +159,10 @@ class KernelConfig(NamedTuple):
   # Register pressure (module docstring, "Registers"). Lanes of candidates formed and stored
   # at a time by the frontier and the tournament (0: `candidate_parts`' parts whole).
   candidate_lanes: int = 0
-  # How a half's groups find their best entries before the first round ("groups"): "tile",
-  # one [R, G, g] load reduced over its last axis; "columns", g loads of [R, G] (one offset
-  # of every group each) into a running best.
-  group_start: str = "tile"
+  # Entries of each group loaded at a time when a half's groups find their best entries
+  # before the first round ("groups"; a power of two): 0, the whole group, one [R, G, g]
+  # tile; c, g / c tiles of [R, G, c] into a running best (1: column by column).
+  group_chunk: int = 0
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -195,10 +194,10 @@ def default_config(sub_keys: int, k: int) -> KernelConfig:
 def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
   check_power_of_two_fields(config, ("block_rows", "num_warps", "group_size"))
-  if config.candidate_lanes and (config.candidate_lanes < 0
-                                 or config.candidate_lanes & (config.candidate_lanes - 1)):
-    raise ValueError("KernelConfig.candidate_lanes must be 0 or a power of two, got "
-                     f"{config.candidate_lanes}")
+  for field in ("candidate_lanes", "group_chunk"):
+    value = getattr(config, field)
+    if value and (value < 0 or value & (value - 1)):
+      raise ValueError(f"KernelConfig.{field} must be 0 or a power of two, got {value}")
   if config.num_warps > 32:
     raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")
   if config.half_select not in HALF_SELECTS:
@@ -209,9 +208,6 @@ def check_config(config: KernelConfig) -> None:
                      f"{config.final_select!r}")
   if config.pick not in PICKS:
     raise ValueError(f"KernelConfig.pick must be one of {PICKS}, got {config.pick!r}")
-  if config.group_start not in GROUP_STARTS:
-    raise ValueError(f"KernelConfig.group_start must be one of {GROUP_STARTS}, got "
-                     f"{config.group_start!r}")
 
 
 def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
@@ -349,7 +345,7 @@ class _Groups(NamedTuple):
   sub_keys: int
   group_size: int
   pick: str
-  start_form: str = "tile"  # `KernelConfig.group_start`
+  chunk: int = 0  # `KernelConfig.group_chunk`
 
   @property
   def size(self) -> int:
@@ -384,26 +380,26 @@ class _Groups(NamedTuple):
     at S = 512, k = 32, though S = 1,024, k = 32 took 0.511 ms against 0.561 in another call:
     WORKSPACE.md, issue 12, session 37.)
 
-    start_form="columns": one [R, G] load per offset in the group, kept where it beats the
-    running best (strictly, so the first among equal keys stays): [R, G] live instead of
-    the [R, G, g] tile (module docstring, "Registers")."""
+    chunk (`KernelConfig.group_chunk`; 0: the whole group): entries per group loaded and
+    reduced at a time, each chunk's best kept where it beats the running best (strictly, so
+    the first among equal keys stays): [R, G, chunk] live instead of [R, G, g] (module
+    docstring, "Registers")."""
     group_lanes = self._group_lanes()
-    if self.start_form == "columns":
-      firsts = group_lanes * self.size                                 # [1, G]
-      best = _keys(self.scores_ref, self.rows, self.offset, firsts, self.sub_keys)
-      best_col = jnp.broadcast_to(firsts, best.shape)
-      for offset in range(1, self.size):
-        keys = _keys(self.scores_ref, self.rows, self.offset, firsts + offset, self.sub_keys)
-        better = keys > best
-        best = jnp.where(better, keys, best)
-        best_col = jnp.where(better, firsts + offset, best_col)
-      return self._with_head(best, best_col)
-    in_group = jnp.arange(self.size, dtype=jnp.int32)
-    tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
-                 self.offset, group_lanes[:, :, None] * self.size + in_group,
-                 self.sub_keys)                                       # [R, G, g]
-    best = jnp.max(tile, axis=2)                                       # [R, G]
-    best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
+    chunk = min(self.chunk or self.size, self.size)
+    best = best_col = None
+    for first in range(0, self.size, chunk):
+      in_chunk = first + jnp.arange(chunk, dtype=jnp.int32)
+      tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
+                   self.offset, group_lanes[:, :, None] * self.size + in_chunk,
+                   self.sub_keys)                                     # [R, G, chunk]
+      chunk_best = jnp.max(tile, axis=2)                               # [R, G]
+      chunk_col = jnp.min(jnp.where(tile == chunk_best[:, :, None], in_chunk, _NO_ID), axis=2)
+      if best is None:
+        best, best_col = chunk_best, chunk_col
+      else:
+        better = chunk_best > best
+        best, best_col = (jnp.where(better, chunk_best, best),
+                          jnp.where(better, chunk_col, best_col))
     return self._with_head(best, group_lanes * self.size + best_col)
 
   def _with_head(self, best, best_col) -> _HalfState:
@@ -435,14 +431,14 @@ class _Groups(NamedTuple):
 
 
 def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int, pick: str,
-                   group_size: int, group_start: str):
+                   group_size: int, group_chunk: int):
   """`_scan_half`'s picks for both halves (offsets 0 and S; a log per half) by a tournament
   over groups of `group_size` consecutive entries (module docstring, step 1, "groups");
   returns each half's `_Groups` and state after the rounds (its head: the pick of round
   `rounds`). One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
   half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
-  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick, group_start)
+  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick, group_chunk)
                  for offset in (0, sub_keys))
 
   def round_(r, states):
@@ -1216,7 +1212,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   if config.half_select == "groups":
     halves, states = _groups_halves(scores_ref, rows, logs, sub_keys=sub_keys, rounds=ranked,
                                     pick=config.pick, group_size=config.group_size,
-                                    group_start=config.group_start)
+                                    group_chunk=config.group_chunk)
   elif config.half_select == "threshold":
     _threshold_halves(scores_ref, rows, logs, work["work"], sub_keys=sub_keys,
                       rounds=per_half, interpret=interpret)

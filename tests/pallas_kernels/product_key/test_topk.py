@@ -28,7 +28,7 @@ COMPILED_ON_GPU = ("xla", "pallas")
 # frontier final selection since session 40. After the threshold forms: the default, its
 # tiling where k >= 64, the tournament (the default of sessions 17-39), the default without
 # the exact-order check (session 41), and the default's fields with fewer registers
-# (`candidate_lanes`, `group_start`; session 43).
+# (`candidate_lanes`, `group_chunk`; session 43).
 GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax", lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min",
@@ -44,7 +44,7 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=2),
     topk_pallas.KernelConfig(final_select="tournament"),
     topk_pallas.KernelConfig(exact_order=False),
-    topk_pallas.KernelConfig(candidate_lanes=16, group_start="columns"),
+    topk_pallas.KernelConfig(candidate_lanes=16, group_chunk=4),
 ]
 
 
@@ -171,11 +171,10 @@ CONFIGS = [
                              final_select="tournament"),
     # Lazy tails (the default): one row and several; groups of 4, far fewer than a half's
     # ranks, so many tail rounds. Candidates formed in parts of 16 and 32 lanes, groups'
-    # bests found column by column (fewer registers).
-    topk_pallas.KernelConfig(block_rows=1, candidate_lanes=16, group_start="columns"),
+    # bests found 4 entries and 1 entry at a time (fewer registers).
+    topk_pallas.KernelConfig(block_rows=1, candidate_lanes=16, group_chunk=4),
     topk_pallas.KernelConfig(group_size=4, block_rows=4, pick="max_min",
-                             final_select="tournament", candidate_lanes=32,
-                             group_start="columns"),
+                             final_select="tournament", candidate_lanes=32, group_chunk=1),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
     topk_pallas.KernelConfig(exact_order=False, block_rows=2),
@@ -427,7 +426,7 @@ def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
                                          ("num_warps", 64), ("group_size", 24),
                                          ("half_select", "sort"), ("pick", "argmin"),
                                          ("final_select", "sort"), ("candidate_lanes", 24),
-                                         ("candidate_lanes", -16), ("group_start", "rows")])
+                                         ("candidate_lanes", -16), ("group_chunk", 3)])
 def test_kernel_config_is_checked(field, value):
   with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
     topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
