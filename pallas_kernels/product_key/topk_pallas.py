@@ -1222,9 +1222,11 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                  pick=config.pick)
   if streamed:
     platform.triton_barrier(interpret)  # the pick logs, before any part's picks load
-    part_picks = lambda part: picks_of_parts([part])[0]  # noqa: E731
-  else:
-    part_picks = picks_of_parts(range(len(parts))).__getitem__
+  loaded_picks = None if streamed else picks_of_parts(range(len(parts)))
+
+  def part_picks(part):  # (first, second) of a part: loaded already, or now as it is formed
+    return picks_of_parts([part])[0] if loaded_picks is None else loaded_picks[part]
+
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
