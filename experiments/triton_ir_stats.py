@@ -30,6 +30,14 @@ and min/max as the bound, not the instruction count:
 
   python experiments/triton_ir_stats.py bin --functions=topk --listings=/tmp/sass
   python experiments/triton_ir_stats.py bin --functions=topk --mix=0:3f40:1,3f50:4a50:16,...
+
+Where the registers go (`--live`): `nvdisasm -plr` counts the registers live at each
+instruction; per kernel, the peak and where it is (inside which loop body, or between
+them), and each loop body's own peak. XLA's cubins on JAX 0.11.2 need a newer nvdisasm
+than Triton 3.6 bundles (12.8 cannot analyse their ELF): `pip install nvidia-cuda-nvdisasm`
+in the Triton environment and pass its binary, e.g. `--live=.../nvidia/cu13/bin/nvdisasm`
+(session 43: the exact frontier's peak, 112 live of 119 allocated, is in the candidates'
+formation, between the halves' rounds and the final rounds).
 """
 
 from __future__ import annotations
@@ -172,6 +180,37 @@ def loop_pipes(sass: str) -> list[dict]:
           for start, end in spans]
 
 
+_LIVE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/.*//\s*\|\s*(\d+)\s*\|")
+
+
+def live_registers(sass: str) -> dict:
+  """From an `nvdisasm -c -plr -lrm count` listing: "peak", the most general registers live
+  at one instruction; "peak_at", the (first, last) address of the instructions within 4 of
+  it, coalesced into ranges; "loops", per loop body (`_loop_spans`) its (first address,
+  last address, peak)."""
+  instructions, spans = _loop_spans(sass)
+  live = [(int(m.group(1), 16), int(m.group(2))) for m in map(_LIVE.match, instructions) if m]
+  if len(live) != len(instructions):
+    raise ValueError("not a listing with life ranges (nvdisasm -plr -lrm count)")
+  peak = max(count for _, count in live)
+  peak_at = []
+  for index, (address, count) in enumerate(live):
+    if count >= peak - 4:
+      if peak_at and peak_at[-1][2] == index - 1:
+        peak_at[-1][1:] = [address, index]
+      else:
+        peak_at.append([address, address, index])
+  return {"peak": peak, "peak_at": [(lo, hi) for lo, hi, _ in peak_at],
+          "loops": [(live[start][0], live[end][0], max(c for _, c in live[start:end + 1]))
+                    for start, end in spans]}
+
+
+def _live_line(report: dict) -> str:
+  where = ", ".join(f"{lo:05x}-{hi:05x}" for lo, hi in report["peak_at"][:6])
+  loops = ", ".join(f"{lo:05x}-{hi:05x} {peak}" for lo, hi, peak in report["loops"])
+  return f"  live registers: peak {report['peak']} at {where}; loop bodies' peaks: {loops or '-'}"
+
+
 def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
   import triton  # pylint: disable=g-import-not-at-top
   from triton.backends.compiler import GPUTarget  # pylint: disable=g-import-not-at-top
@@ -190,10 +229,12 @@ def kernel_stats(path: str, num_warps: int, num_stages: int = 1) -> dict:
                              os.devnull], capture_output=True, text=True, check=True).stderr
     sass = subprocess.run([_nvidia_tool("nvdisasm"), "-c", cubin], capture_output=True,
                           text=True, check=True).stdout
-  return _stats(os.path.basename(path), num_warps,
-                registers=int(re.search(r"Used (\d+) registers", report).group(1)),
-                spill_bytes=int(re.search(r"(\d+) bytes spill stores", report).group(1)),
-                shared=kernel.metadata.shared, sass=sass)
+    stats = _stats(os.path.basename(path), num_warps,
+                   registers=int(re.search(r"Used (\d+) registers", report).group(1)),
+                   spill_bytes=int(re.search(r"(\d+) bytes spill stores", report).group(1)),
+                   shared=kernel.metadata.shared, sass=sass)
+    stats["cubin"] = kernel.asm["cubin"]
+  return stats
 
 
 def _split_functions(sass: str) -> dict[str, str]:
@@ -228,7 +269,24 @@ def cubin_stats(path: str, name_filter: str = "") -> list[dict]:
     stats.append(_stats(f"{os.path.basename(path)}:{name}",
                         max(1, threads.get(name, 128) // 32), registers=field("REG"),
                         spill_bytes=field("LOCAL"), shared=field("SHARED"), sass=sass))
+    with open(path, "rb") as f:
+      stats[-1]["cubin"] = f.read()
+    stats[-1]["function"] = name
   return stats
+
+
+def life_range_listing(stats: dict, nvdisasm: str) -> str:
+  """The `nvdisasm -c -plr -lrm count` listing of one kernel of `stats` (`kernel_stats` or
+  `cubin_stats`), by the given nvdisasm binary."""
+  with tempfile.TemporaryDirectory() as scratch:
+    cubin = os.path.join(scratch, "k.cubin")
+    with open(cubin, "wb") as f:
+      f.write(stats["cubin"])
+    sass = subprocess.run([nvdisasm, "-c", "-plr", "-lrm", "count", cubin],
+                          capture_output=True, text=True, check=True).stdout
+  functions = _split_functions(sass)
+  return functions.get(stats.get("function"), sass) if "function" in stats else (
+      next(iter(functions.values()), sass))
 
 
 def main():
@@ -242,6 +300,9 @@ def main():
                       help="per loop body, its instructions per pipe (`pipe_of`)")
   parser.add_argument("--listings", default="",
                       help="a directory to write each kernel's `nvdisasm -c` listing to")
+  parser.add_argument("--live", nargs="?", const="bundled", default="",
+                      help="where the registers go (`live_registers`), by this nvdisasm "
+                           "(default: Triton's own; XLA's cubins need CUDA 13's)")
   parser.add_argument("--mix", default="",
                       help="LO:HI:TRIPS,... (hex addresses from --listings, ends included): "
                            "per kernel, the instructions per pipe one program issues")
@@ -266,6 +327,9 @@ def main():
     print(f"{s['kernel']:32} {s['num_warps']:>5} {s['registers']:>5} {s['spill_bytes']:>7} "
           f"{s['shared_bytes']:>7} {s['instructions']:>7} {s['programs_per_sm']:>7}  "
           f"{' '.join(map(str, s['loop_bodies'])) or '-'}")
+    if args.live:
+      nvdisasm = _nvidia_tool("nvdisasm") if args.live == "bundled" else args.live
+      print(_live_line(live_registers(life_range_listing(s, nvdisasm))))
     if args.pipes:
       for size, pipes in zip(s["loop_bodies"], s["loop_pipes"]):
         print(f"  loop of {size}: " + ", ".join(f"{p} {n}" for p, n in pipes.items()))

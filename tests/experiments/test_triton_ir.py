@@ -111,6 +111,28 @@ def test_pipes_of_each_loop_and_of_a_program_weighted_by_trips():
   assert mix["cycles"]["alu"] == 3 * triton_ir_stats.CYCLES_PER_INSTRUCTION["alu"]
 
 
+def _with_live_counts(listing: str, counts) -> str:
+  """LISTING with `nvdisasm -plr -lrm count`'s trailing column: per instruction, `counts`'
+  next general-register count (then predicate and uniform columns)."""
+  counts, lines = iter(counts), []
+  for line in listing.splitlines():
+    if "/*0" in line:
+      line = f"{line:<70}// |  {next(counts):>3}  |   1    |   4    |"
+    lines.append(line)
+  return "\n".join(lines)
+
+
+def test_live_registers_name_the_peak_and_each_loops_own():
+  """LISTING with 12 registers live before the first loop, up to 30 in its body, 41 and 39
+  between the loops (the peak and one within 4 of it), 20 in the second loop."""
+  report = triton_ir_stats.live_registers(
+      _with_live_counts(LISTING, [12, 25, 30, 30, 41, 39, 20, 20, 5]))
+  assert report == {"peak": 41, "peak_at": [(0x40, 0x50)],
+                    "loops": [(0x10, 0x30, 30), (0x60, 0x70, 20)]}
+  with pytest.raises(ValueError, match="life ranges"):
+    triton_ir_stats.live_registers(LISTING)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs Triton")
 def test_stats_compile_a_dumped_kernel(tmp_path):
   config = scan_pallas.default_config(32)
