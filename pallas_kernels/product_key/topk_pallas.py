@@ -76,7 +76,9 @@ a one-warp program of at most 96 registers per thread runs 21 to a multiprocesso
 in 96 (WORKSPACE.md, issue 12, session 43). A program's peak is where many lanes are live
 at once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64
 registers per thread at 4 rows and one warp) and the candidates' formation (every part's
-keys, slots and residuals: 88 lanes in parts of 64 and 32 there). Two fields cut those
+keys, slots and residuals: 88 lanes in parts of 64 and 32 there). In XLA's build of the
+exact frontier, 112 registers are live at once in the formation, against at most 74 in
+any loop (`experiments/triton_ir_stats.py --live`). Two fields cut those
 peaks: `candidate_lanes` (parts of at most that many lanes, each formed as the final
 selection stores it, through `candidate_part` in `_kernel`) and `group_chunk` (the groups'
 bests found that many entries per group at a time). With 16 lanes and chunks of 4, pip's
