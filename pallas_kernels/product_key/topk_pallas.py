@@ -390,7 +390,7 @@ class _Groups(NamedTuple):
     chunk = min(self.chunk or self.size, self.size)
     best = best_col = None
     for first in range(0, self.size, chunk):
-      in_chunk = first + jnp.arange(chunk, dtype=jnp.int32)
+      in_chunk = jnp.arange(first, first + chunk, dtype=jnp.int32)
       tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
                    self.offset, group_lanes[:, :, None] * self.size + in_chunk,
                    self.sub_keys)                                     # [R, G, chunk]
@@ -567,14 +567,20 @@ class _Picked(NamedTuple):
   missed: jax.Array | None = None
 
 
-def _store_candidates(fields, start: int, rows: _Rows, candidates_ref):
-  """Stores one part's fields [R, P] (keys, slots, and for the exact frontier residuals'
-  bits) at lanes start + 0..P-1 of row `field` of candidates_ref [rows, F, T]."""
+def _store_candidates(part_fields, starts, rows: _Rows, candidates_ref, streamed: bool):
+  """Stores each candidate part's fields [R, P] (part_fields(i): keys, slots, and for the
+  exact frontier residuals' bits) at lanes starts[i] + 0..P-1 of row `field` of
+  candidates_ref [rows, F, T]. streamed (`KernelConfig.candidate_lanes`): each part formed,
+  then stored; else every part formed, then stored field by field (as timed before)."""
   live = rows.store < candidates_ref.shape[0]
-  for field, part in enumerate(fields):
-    lanes = int(start) + jnp.arange(part.shape[1], dtype=jnp.int32)[None, :]
-    pltriton.store(candidates_ref.at[rows.store, field, lanes], part,
-                   mask=jnp.broadcast_to(live, part.shape))
+  parts = range(len(starts))
+  for group in ([[part] for part in parts] if streamed else [list(parts)]):
+    formed = [part_fields(part) for part in group]
+    for field in range(len(formed[0])):
+      for part, fields in zip(group, formed):
+        lanes = int(starts[part]) + jnp.arange(fields[field].shape[1], dtype=jnp.int32)[None, :]
+        pltriton.store(candidates_ref.at[rows.store, field, lanes], fields[field],
+                       mask=jnp.broadcast_to(live, fields[field].shape))
 
 
 def _against_tails(tail_head, top, pick_slot, top_residual=None):
@@ -614,7 +620,8 @@ def _pack_ids(slots, low, bits: int):
 
 
 def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
-            sub_keys: int, interpret: bool, tails: tuple = ()) -> _Picked:
+            sub_keys: int, interpret: bool, tails: tuple = (), streamed: bool = False
+            ) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
   (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
@@ -625,12 +632,15 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
   total = candidates_ref.shape[-1]
   lane_bits = max(1, (total - 1).bit_length())
   with_lane = _packs_into_ids(sub_keys, lane_bits)
-  for part, start in enumerate(starts):
+
+  def fields(part):
     keys, slots, _ = candidate_part(part)
     if with_lane:
-      slots = _pack_ids(slots, int(start) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :],
-                        lane_bits)
-    _store_candidates((keys, slots), start, rows, candidates_ref)
+      lanes = int(starts[part]) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :]
+      slots = _pack_ids(slots, lanes, lane_bits)
+    return keys, slots
+
+  _store_candidates(fields, starts, rows, candidates_ref, streamed)
   platform.triton_barrier(interpret)
   picked = _tournament(rows, candidates_ref, idx_ref, k, tails,
                        id_bits=lane_bits if with_lane else 0, lane_in_id=with_lane)
@@ -748,7 +758,7 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
 
 def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
-                     tails: tuple = (), exact: bool = True) -> None:
+                     tails: tuple = (), exact: bool = True, streamed: bool = False) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
   part from candidate_part, as for `_select`, at lanes from `starts`) come in
   `frontier_layout`'s order:
@@ -775,13 +785,15 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
   packed = _packs_into_ids(sub_keys, next_bits)
-  for part, start in enumerate(starts):
+
+  def fields(part):
     keys, slots, residuals = candidate_part(part)
     if packed:
-      successors = ranks_ref[2, pl.ds(int(start), slots.shape[1])][None, :]   # [1, P]
+      successors = ranks_ref[2, pl.ds(int(starts[part]), slots.shape[1])][None, :]  # [1, P]
       slots = _pack_ids(slots, successors, next_bits)
-    fields = (keys, slots) + ((lax.bitcast_convert_type(residuals, jnp.int32),) if exact else ())
-    _store_candidates(fields, start, rows, candidates_ref)
+    return (keys, slots) + ((lax.bitcast_convert_type(residuals, jnp.int32),) if exact else ())
+
+  _store_candidates(fields, starts, rows, candidates_ref, streamed)
   platform.triton_barrier(interpret)
 
   def load(position):  # (key, id, residual or None) of the entries at `position`
@@ -1242,10 +1254,11 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     first_scores = _load_scores(scores_ref, rows, first, width)
     second_scores = _load_scores(scores_ref, rows, sub_keys + second, width)
     sums = first_scores + second_scores
+    keys = jnp.where(rank >= 0, ordered_key(sums), _TAKEN)
+    slots = jnp.where(rank >= 0, first * sub_keys + second, _NO_ID)
     residuals = (jnp.where(rank >= 0, sum_residual(first_scores, second_scores, sums), 0.0)
                  if exact_frontier else None)
-    return (jnp.where(rank >= 0, ordered_key(sums), _TAKEN),
-            jnp.where(rank >= 0, first * sub_keys + second, _NO_ID), residuals)
+    return keys, slots, residuals
 
   if not streamed or config.final_select == "threshold":
     formed = [candidate_part(part) for part in range(len(parts))]
@@ -1257,10 +1270,11 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   elif config.final_select == "frontier":  # exact by construction, or not at all
     picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"],
                               idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), interpret, tails, exact_frontier)
+                              next_power_of_two(ranked), interpret, tails, exact_frontier,
+                              streamed)
   else:
     picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
-                     interpret, tails)
+                     interpret, tails, streamed)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
     lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),
