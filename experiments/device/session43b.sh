@@ -6,8 +6,8 @@
 # timed one process each at S = 512, k = 32, alternating, the first of the new forms keeping
 # XLA's build (cached_binaries); the default also against session 42's tree (devrun/h42:
 # `git archive defd09a pallas_kernels sdm_jax maglev_jax experiments pyproject.toml`,
-# carried), since the refactor moved a few of the default's loads and stores; then the other
-# shapes.
+# carried), a check that the refactor left it as it was (its IR differs only in where pure
+# index arithmetic sits); then the other shapes.
 source experiments/device/common.sh
 step tests 120 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 tests/pallas_kernels/product_key/test_topk.py \
   -k "compiled_kernel_configs and (default or candidate_lanes)"
