@@ -33,6 +33,8 @@ step t_low_fast_b 45 . $T32 "--tilings=$LOW;exact_order=false"
 step t_low_exact_bf16 45 . $T32 "--tilings=$LOW" --dtype=bfloat16
 step t_shapes 120 . python -m experiments.bench_ops --op=topk --repeats=20 --topk_rows=65536 --topk_sub_keys=256,1024 --topk_k=32 \
   --dtype=float32 "--tilings=default,$LOW"
+step t_shapes64 100 . python -m experiments.bench_ops --op=topk --repeats=20 --topk_rows=65536 --topk_sub_keys=512,1024 --topk_k=64 \
+  --dtype=float32 "--tilings=default,$LOW"
 grep -o '"tiling": "[^"]*".*"fwd_back_to_back_ms": [0-9.]*' "$OUT"/t_*.log | sed 's/"block_rows.*"fwd_back/ fwd_back/' >> "$OUT/calls.log"
 cat "$OUT"/t_*.log > "$OUT/topk.log"; cat "$OUT"/bin_*.log > "$OUT/bin.log"; rm -f "$OUT"/t_*.log "$OUT"/bin_*.log
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
