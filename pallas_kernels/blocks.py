@@ -9,15 +9,19 @@ def is_power_of_two(n: int) -> bool:
   return n >= 1 and not n & (n - 1)
 
 
-def check_power_of_two_fields(config, names, *, allow_none: bool = False) -> None:
+def check_power_of_two_fields(config, names, *, allow_none: bool = False,
+                              allow_zero: bool = False) -> None:
   """Raises ValueError naming the first of `names` whose value in the kernel config (a
-  NamedTuple) is not an int power of two (or None, with allow_none)."""
+  NamedTuple) is not an int power of two (or None, with allow_none; or 0, "off", with
+  allow_zero)."""
   for name in names:
     value = getattr(config, name)
-    if allow_none and value is None:
+    if (allow_none and value is None) or (allow_zero and isinstance(value, int)
+                                          and value == 0):
       continue
     if not isinstance(value, int) or not is_power_of_two(value):
-      allowed = "None or a power of two" if allow_none else "a power of two"
+      allowed = " or ".join([word for word, allowed in (("None", allow_none), ("0", allow_zero))
+                             if allowed] + ["a power of two"])
       raise ValueError(f"KernelConfig.{name} must be {allowed} >= 1, got {value!r}")
 
 

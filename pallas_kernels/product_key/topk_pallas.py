@@ -196,10 +196,7 @@ def default_config(sub_keys: int, k: int) -> KernelConfig:
 def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
   check_power_of_two_fields(config, ("block_rows", "num_warps", "group_size"))
-  for field in ("candidate_lanes", "group_chunk"):
-    value = getattr(config, field)
-    if value and (value < 0 or value & (value - 1)):
-      raise ValueError(f"KernelConfig.{field} must be 0 or a power of two, got {value}")
+  check_power_of_two_fields(config, ("candidate_lanes", "group_chunk"), allow_zero=True)
   if config.num_warps > 32:
     raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")
   if config.half_select not in HALF_SELECTS:

@@ -35,3 +35,15 @@ def test_optional_power_of_two_fields_take_none():
     check_power_of_two_fields(Config(), ("cols", "warps"), allow_none=True)
   with pytest.raises(ValueError, match="KernelConfig.cols must be a power of two"):
     check_power_of_two_fields(Config(warps=8), ("cols",))  # None only where allowed
+
+
+def test_power_of_two_fields_that_may_be_off_take_zero():
+  class Config(NamedTuple):
+    lanes: int = 0
+    chunk: int = 4
+  check_power_of_two_fields(Config(), ("lanes", "chunk"), allow_zero=True)
+  for config, name in ((Config(lanes=-16), "lanes"), (Config(chunk=3), "chunk")):
+    with pytest.raises(ValueError, match=f"KernelConfig.{name} must be 0 or a power of two"):
+      check_power_of_two_fields(config, ("lanes", "chunk"), allow_zero=True)
+  with pytest.raises(ValueError, match="KernelConfig.lanes must be a power of two"):
+    check_power_of_two_fields(Config(), ("lanes",))  # 0 only where allowed
