@@ -1167,6 +1167,12 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   platform.triton_barrier(interpret)
 
 
+def _exact_frontier_form(config: KernelConfig) -> bool:
+  """Whether the final selection compares its heads in the exact order (the frontier with
+  `exact_order`): its candidates then carry their residuals as a third field."""
+  return config.exact_order and config.final_select == "frontier"
+
+
 def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
                     config: KernelConfig) -> dict:
   """The kernel's working memory by name (the Triton backend has no scratch operands, so
@@ -1177,8 +1183,7 @@ def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...]
   memory = {"picks": (num_rows, 2, next_power_of_two(per_half))}
   if config.final_select in ("tournament", "frontier"):
     # keys, slots (and the exact frontier's residuals)
-    fields = 3 if config.exact_order and config.final_select == "frontier" else 2
-    memory["candidates"] = (num_rows, fields, sum(parts))
+    memory["candidates"] = (num_rows, 3 if _exact_frontier_form(config) else 2, sum(parts))
   halves = config.half_select == "threshold"
   if halves or config.final_select == "threshold":
     lanes = max(per_half if halves else 1, k if config.final_select == "threshold" else 1)
@@ -1241,7 +1246,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
-  exact_frontier = config.exact_order and config.final_select == "frontier"
+  exact_frontier = _exact_frontier_form(config)
 
   def candidate_part(part):
     """(keys, slots, residuals or None) [R, P] of candidate part `part` (module docstring,
