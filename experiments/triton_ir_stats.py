@@ -261,6 +261,8 @@ def cubin_stats(path: str, name_filter: str = "") -> list[dict]:
                                            capture_output=True, text=True, check=True).stdout
   usage = dict(re.findall(r"Function (\S+):\n\s+(REG:\d+ .*)", run("cuobjdump", "-res-usage")))
   threads = _requested_threads(run("cuobjdump", "-elf"))
+  with open(path, "rb") as f:
+    cubin = f.read()
   stats = []
   for name, sass in _split_functions(run("nvdisasm", "-c")).items():
     if not re.search(name_filter, name) or name not in usage:
@@ -269,9 +271,7 @@ def cubin_stats(path: str, name_filter: str = "") -> list[dict]:
     stats.append(_stats(f"{os.path.basename(path)}:{name}",
                         max(1, threads.get(name, 128) // 32), registers=field("REG"),
                         spill_bytes=field("LOCAL"), shared=field("SHARED"), sass=sass))
-    with open(path, "rb") as f:
-      stats[-1]["cubin"] = f.read()
-    stats[-1]["function"] = name
+    stats[-1].update(cubin=cubin, function=name)
   return stats
 
 
@@ -285,8 +285,8 @@ def life_range_listing(stats: dict, nvdisasm: str) -> str:
     sass = subprocess.run([nvdisasm, "-c", "-plr", "-lrm", "count", cubin],
                           capture_output=True, text=True, check=True).stdout
   functions = _split_functions(sass)
-  return functions.get(stats.get("function"), sass) if "function" in stats else (
-      next(iter(functions.values()), sass))
+  # cubin_stats names the function; kernel_stats' cubin holds its one kernel.
+  return functions[stats["function"]] if "function" in stats else next(iter(functions.values()))
 
 
 def main():
