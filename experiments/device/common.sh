@@ -36,3 +36,15 @@ print("copy", path, "edited")
 PY
 }
 DEFAULT='return KernelConfig(block_cols=block)'
+# XLA's own build of what a step compiles: run the step under `$CACHE JAX_COMPILATION_CACHE_DIR=
+# /tmp/jc/NAME`, then `binaries TGZ NAME...` pulls each cache's cubins through
+# experiments.cached_binaries into /tmp/bin/NAME and tars them to $OUT/TGZ (read them here with
+# experiments/triton_ir_stats.py, `--live` for where the registers go).
+CACHE="env JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0"
+binaries() {
+  local tgz=$1 v; shift
+  for v in "$@"; do
+    step "bin_$v" 60 . python -m experiments.cached_binaries --from_cache="/tmp/jc/$v" --binaries_dir="/tmp/bin/$v"
+  done
+  ( cd /tmp && tar czf "$OUT/$tgz" bin ) 2>> "$OUT/calls.log"
+}

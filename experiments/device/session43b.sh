@@ -12,17 +12,13 @@ source experiments/device/common.sh
 step tests 120 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 tests/pallas_kernels/product_key/test_topk.py \
   -k "compiled_kernel_configs and (default or candidate_lanes)"
 T32="python -m experiments.bench_ops --op=topk --repeats=30 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32 --dtype=float32"
-CACHE="env JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0"
 LOW="candidate_lanes=16;group_chunk=4"
 step t_low_exact_a 45 . $CACHE JAX_COMPILATION_CACHE_DIR=/tmp/jc/low_exact $T32 "--tilings=$LOW"
 step t_low_fast_a 45 . $CACHE JAX_COMPILATION_CACHE_DIR=/tmp/jc/low_fast $T32 "--tilings=$LOW;exact_order=false"
 step t_base_exact_a 45 . $T32 --tilings=default
 step t_base_fast_a 45 . $T32 --tilings=exact_order=false
 step t_h42_exact_a 45 devrun/h42 $T32 --tilings=default
-for v in low_exact low_fast; do
-  step bin_$v 30 . python -m experiments.cached_binaries --from_cache=/tmp/jc/$v --binaries_dir=/tmp/bin/$v
-done
-( cd /tmp && tar czf "$OUT/bin_topk.tgz" bin ) 2>> "$OUT/calls.log"
+binaries bin_topk.tgz low_exact low_fast
 step t_lanes_exact_a 45 . $T32 --tilings=candidate_lanes=16
 step t_chunk_exact_a 45 . $T32 --tilings=group_chunk=4
 step t_cols_exact_a 45 . $T32 "--tilings=candidate_lanes=16;group_chunk=1"

@@ -4,9 +4,8 @@
 # `triton_ir_stats.py --live` can show where each holds its registers (the union backward:
 # 80 registers, 6 programs per SM in sessions 30-34).
 source experiments/device/common.sh
-export JAX_COMPILATION_CACHE_DIR=/tmp/jc JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
-step cache 90 . python -m experiments.bench_ops --op=sdm_layer --batch=2 --seq_len=256 \
-  --heads=1 --sdm_slots=16384 --model_dim=512 --sdm_writes=64 --sdm_reads=64 --repeats=1 --warmup=1 --impl=pallas --chunk_size=16
-step bin 60 . python -m experiments.cached_binaries --from_cache=/tmp/jc --binaries_dir=/tmp/bin/layer
-( cd /tmp && tar czf "$OUT/bin_layer.tgz" bin ) 2>> "$OUT/calls.log"
+step cache 90 . $CACHE JAX_COMPILATION_CACHE_DIR=/tmp/jc/layer python -m experiments.bench_ops --op=sdm_layer --batch=2 \
+  --seq_len=256 --heads=1 --sdm_slots=16384 --model_dim=512 --sdm_writes=64 --sdm_reads=64 --repeats=1 --warmup=1 \
+  --impl=pallas --chunk_size=16
+binaries bin_layer.tgz layer
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
