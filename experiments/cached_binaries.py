@@ -32,10 +32,10 @@ from experiments import cli
 from experiments import riegeli_reader
 from jax._src import compilation_cache
 
-_FROM_CACHE = flags.DEFINE_string("from_cache", None, "A JAX compilation cache directory.",
-                                  required=True)
-_BINARIES_DIR = flags.DEFINE_string("binaries_dir", None, "Where the objects go.",
-                                    required=True)
+# Required where this runs as the program (below), not where another imports `extract`.
+_FROM_CACHE = flags.DEFINE_string("from_cache", None, "A JAX compilation cache directory.")
+# Also where `experiments.xla_build` writes what it built.
+BINARIES_DIR = flags.DEFINE_string("binaries_dir", None, "Where the objects go.")
 
 CACHE_SUFFIX = "-cache"
 _ELF64 = b"\x7fELF\x02"
@@ -122,7 +122,7 @@ def extract(cache_dir: str, out_dir: str) -> dict[str, list[str]]:
 
 def main(argv):
   del argv
-  written = extract(_FROM_CACHE.value, _BINARIES_DIR.value)
+  written = extract(_FROM_CACHE.value, BINARIES_DIR.value)
   for entry, names in written.items():
     print(f"{entry}: {len(names)} files")
   if not any(written.values()):
@@ -131,4 +131,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  flags.mark_flags_as_required(["from_cache", "binaries_dir"])
   cli.run(main)

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from experiments import kernel_programs
 from experiments import triton_ir
 from experiments import triton_ir_stats
 from pallas_kernels.gated_delta import chunk_pallas
@@ -24,7 +25,7 @@ BACKWARD_ROW_KERNELS = {"union": ["bwd_union_kernel"],
 @pytest.mark.parametrize("backward_rows", scan_pallas.BACKWARD_ROWS)
 def test_every_phase2_kernel_lowers_to_one_module(backward_rows):
   config = scan_pallas.default_config(32)._replace(backward_rows=backward_rows)
-  kernels = triton_ir.sdm_kernel_ir(config=config, **TINY)
+  kernels = triton_ir.lowered_modules(kernel_programs.sdm_program(config=config, **TINY))
   assert [kernel.name for kernel in kernels] == [
       "fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel", "bwd_gather_kernel",
       "bwd_dense_kernel", *BACKWARD_ROW_KERNELS[backward_rows]]
@@ -42,8 +43,8 @@ def test_the_layer_lowers_as_on_a_gpu():
   """Under the GPU's choices the layer runs phase 1's pair-weight kernels (forward and
   backward, each twice: QK and A) around phase 2's six; at 32 rows the top-k stays in
   XLA."""
-  kernels = triton_ir.sdm_layer_kernel_ir(batch=1, seq_len=32, model_dim=32, slots=256,
-                                          writes=4, reads=4, chunk_size=16)
+  kernels = triton_ir.lowered_modules(kernel_programs.sdm_layer_program(
+      batch=1, seq_len=32, model_dim=32, slots=256, writes=4, reads=4, chunk_size=16))
   names = [kernel.name for kernel in kernels]
   assert names[:2] == ["pair_weights_fwd_kernel"] * 2
   assert names[2:8] == ["fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel",
@@ -53,11 +54,12 @@ def test_the_layer_lowers_as_on_a_gpu():
 
 def test_the_gdn_and_topk_kernels_lower_too():
   config = chunk_pallas.default_config(32)
-  kernels = triton_ir.gdn_kernel_ir(batch=1, seq_len=32, heads=1, key_dim=16, value_dim=32,
-                                    chunk_size=16, config=config)
+  kernels = triton_ir.lowered_modules(kernel_programs.gdn_program(
+      batch=1, seq_len=32, heads=1, key_dim=16, value_dim=32, chunk_size=16, config=config))
   assert len(kernels) == 6 and all(k.ir.startswith("module @") for k in kernels)
   assert max(k.num_warps for k in kernels) == config.backward_warps
-  topk = triton_ir.topk_kernel_ir(rows=8, sub_keys=16, k=4, config=topk_pallas.KernelConfig())
+  topk = triton_ir.lowered_modules(kernel_programs.topk_program(
+      rows=8, sub_keys=16, k=4, config=topk_pallas.KernelConfig()))
   assert [k.name for k in topk] == ["product_key_topk_kernel"]
   assert topk[0].num_warps == topk_pallas.KernelConfig().num_warps
 
@@ -136,7 +138,7 @@ def test_live_registers_name_the_peak_and_each_loops_own():
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs Triton")
 def test_stats_compile_a_dumped_kernel(tmp_path):
   config = scan_pallas.default_config(32)
-  kernel = triton_ir.sdm_kernel_ir(config=config, **TINY)[2]
+  kernel = triton_ir.lowered_modules(kernel_programs.sdm_program(config=config, **TINY))[2]
   path = os.path.join(tmp_path, f"02_{kernel.name}.ttir")
   with open(path, "w") as f:
     f.write(kernel.ir)
