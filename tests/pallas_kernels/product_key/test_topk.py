@@ -28,7 +28,8 @@ COMPILED_ON_GPU = ("xla", "pallas")
 # frontier final selection since session 40. After the threshold forms: the default, its
 # tiling where k >= 64, the tournament (the default of sessions 17-39), the default without
 # the exact-order check (session 41), and the default's fields with fewer registers
-# (`candidate_lanes`, `group_chunk`; session 43).
+# (`candidate_lanes`, `group_chunk`; session 43: 16 lanes; session 44: 32, which XLA builds
+# in fewer registers at four of the five benchmarked shapes).
 GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax", lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min",
@@ -45,6 +46,7 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(final_select="tournament"),
     topk_pallas.KernelConfig(exact_order=False),
     topk_pallas.KernelConfig(candidate_lanes=16, group_chunk=4),
+    topk_pallas.KernelConfig(candidate_lanes=32, group_chunk=4),
 ]
 
 
