@@ -9,6 +9,9 @@ compiles it as XLA does for an H200, without a GPU.
                   phase 1 with its pair-weight kernels, phase 2), bf16
   --op=gdn        the chunked gated delta rule with its backward kernels, bf16
   --op=topk       the product-key top-k, float32 scores
+  --op=train_step one training step of a language-model config (`--train_config`, at its
+                  batch and sequence length; the optimizer update included), on a mesh of
+                  one device
 
 While a program is traced, `platform.on_gpu` answers True, so every op picks what it picks
 on a GPU. The chunked kernels' per-chunk shapes do not depend on T, so a short sequence
@@ -24,6 +27,7 @@ from unittest import mock
 from absl import flags
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pallas_kernels import platform
 from pallas_kernels.gated_delta import chunk_pallas
@@ -33,7 +37,7 @@ from sdm_jax.evaluation import sdm_benchmarks
 from sdm_jax.evaluation import tiling
 from sdm_jax.layers.sparse_delta_memory import SparseDeltaMemory
 
-OPS = ("sdm", "sdm_layer", "gdn", "topk")
+OPS = ("sdm", "sdm_layer", "gdn", "topk", "train_step")
 
 _OP = flags.DEFINE_enum("op", "sdm", list(OPS), "Which kernel family (or the SDM layer's "
                         "kernels).")
@@ -50,6 +54,8 @@ _TOPK_ROWS = flags.DEFINE_integer("topk_rows", 65536, "topk: rows of scores.")
 _TOPK_SUB_KEYS = flags.DEFINE_integer("topk_sub_keys", 512, "topk: S (2S scores per row).")
 _TOPK_K = flags.DEFINE_integer("topk_k", 32, "topk: k.")
 _CHUNK = flags.DEFINE_integer("chunk_size", 16, "C (sdm, gdn).")
+_TRAIN_CONFIG = flags.DEFINE_string("train_config", "sdm_small", "train_step: a language-"
+                                    "model config of experiments/configs.")
 _TILING = flags.DEFINE_string("tiling", "default",
                               "'default' or 'field=value;...' over the family's KernelConfig "
                               "(scan_pallas, chunk_pallas or topk_pallas).")
@@ -57,8 +63,9 @@ _TILING = flags.DEFINE_string("tiling", "default",
 
 class Program(NamedTuple):
   """fn(*args): one op's loss and its gradients through its kernels; args are pytrees of
-  ShapeDtypeStructs; config: the kernel family's KernelConfig (None for the layer, which
-  takes each family's default)."""
+  ShapeDtypeStructs (a training step's with the shardings its jit asks for); config: the
+  kernel family's KernelConfig (None for the layer and the step, which take each family's
+  default)."""
   fn: Callable[..., Any]
   args: tuple
   config: Any = None
@@ -137,9 +144,46 @@ def topk_program(*, rows: int, sub_keys: int, k: int, config: topk_pallas.Kernel
                  config)
 
 
-def program_from_flags() -> tuple[str, Program]:
-  """(op, its Program) at the flags' shapes and tiling."""
+def train_step_program(config_name: str, device: jax.Device) -> Program:
+  """One training step of the named language-model config (`make_train_step`: forward,
+  backward, gradient norm, optimizer update) on a mesh of `device` alone, at the config's
+  batch_size and seq_len (tokens [B, T + 1])."""
+  # Imported here: the step's modules (configs, optimizer, sharding) are not the kernels'.
+  from experiments import common, configs  # pylint: disable=g-import-not-at-top
+  from sdm_jax import sharding  # pylint: disable=g-import-not-at-top
+  from sdm_jax.models.lm import LM, init_function  # pylint: disable=g-import-not-at-top
+  from sdm_jax.training import train_step  # pylint: disable=g-import-not-at-top
+  from sdm_jax.training.lm_training import lm_loss_fn  # pylint: disable=g-import-not-at-top
+  from sdm_jax.training.optim import optimizer_for  # pylint: disable=g-import-not-at-top
+
+  config = configs.get_config(config_name)
+  if config.get("kind", "lm") != "lm":
+    raise ValueError(f"--train_config takes language-model configs (kind 'lm'); "
+                     f"{config_name!r} is of kind {config.kind!r}")
+  model_config, train_config, _ = common.lm_configs(config)
+  model, optimizer = LM(model_config), optimizer_for(train_config)
+  mesh = jax.sharding.Mesh(np.array([device]).reshape((1,) * len(sharding.MESH_AXES)),
+                           sharding.MESH_AXES)
+  with as_on_gpu():
+    init = init_function(model, train_config.seq_len)
+    state = jax.eval_shape(lambda rng: train_step.TrainState.create(init(rng), optimizer),
+                           jax.random.PRNGKey(0))
+  shardings = train_step.state_shardings(state, mesh)
+  state = jax.tree.map(lambda leaf, where: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                                                sharding=where),
+                       state, shardings)
+  batch = jax.ShapeDtypeStruct((train_config.batch_size, train_config.seq_len + 1), jnp.int32,
+                               sharding=train_step.batch_sharding(mesh))
+  step = train_step.make_train_step(lm_loss_fn(model), optimizer, mesh, shardings)
+  return Program(step, (state, batch))
+
+
+def program_from_flags(device: jax.Device | None = None) -> tuple[str, Program]:
+  """(op, its Program) at the flags' shapes and tiling; device: where a training step's
+  mesh lies (default: JAX's first device)."""
   op = _OP.value
+  if op == "train_step":
+    return op, train_step_program(_TRAIN_CONFIG.value, device or jax.devices()[0])
   if op == "sdm":
     program = sdm_program(
         batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,

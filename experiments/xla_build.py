@@ -18,6 +18,11 @@ the persistent compilation cache is on in a temporary folder, and
 `cached_binaries.extract` pulls the kernels out of the cache entry, as it does from a
 cache filled on the GPU.
 
+It also counts what one run of the compiled program launches (`kernel_launches`: XLA's
+fusions, library calls and Pallas kernels, loop bodies times their trip counts), which
+`--op=train_step --train_config=NAME` makes a whole training step's: at sdm_small and
+gdn_small, 2,809 launches per step against 802 (WORKSPACE.md, issue 11, session 44).
+
 `experiments/triton_ir.py` compiles the kernels with pip's Triton, which lays them out
 differently (the top-k's default: 167 registers in pip's build, 119 on the H200). This
 build agrees with the H200's where both were read (WORKSPACE.md, issue 12, session 44:
@@ -28,7 +33,9 @@ bodies up to 16% longer there.
 
 from __future__ import annotations
 
+import collections
 import os
+import re
 import tempfile
 
 from absl import flags
@@ -66,16 +73,17 @@ def compile_only_device(target_config: str) -> jax.Device:
 def compiled_for(program: Program, device: jax.Device) -> jax.stages.Compiled:
   """The program compiled for `device` (ops picking what they pick on a GPU)."""
   sharding = jax.sharding.SingleDeviceSharding(device)
-  args = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding),
-                      program.args)
+  args = jax.tree.map(lambda a: a if a.sharding is not None else jax.ShapeDtypeStruct(
+      a.shape, a.dtype, sharding=sharding), program.args)
+  jitted = program.fn if hasattr(program.fn, "trace") else jax.jit(program.fn)
   with kernel_programs.as_on_gpu():
-    return jax.jit(program.fn).trace(*args).lower(lowering_platforms=("cuda",)).compile()
+    return jitted.trace(*args).lower(lowering_platforms=("cuda",)).compile()
 
 
-def build(program: Program, target_config: str, out_dir: str) -> dict:
-  """Compiles the program for the target and writes its cubins, PTX (`cached_binaries`'
-  names) and optimized HLO (`HLO_FILE`) under out_dir. Returns {"files": [...]}."""
-  device = compile_only_device(target_config)
+def build(program: Program, device: jax.Device, out_dir: str) -> dict:
+  """Compiles the program for the device (`compile_only_device`) and writes its cubins, PTX
+  (`cached_binaries`' names) and optimized HLO (`HLO_FILE`) under out_dir. Returns
+  {"files": [...], "launches": `kernel_launches` of the HLO}."""
   with tempfile.TemporaryDirectory() as cache_dir:
     # The cache is where a compiled executable's kernels can be read from; on for this
     # compile alone.
@@ -95,24 +103,107 @@ def build(program: Program, target_config: str, out_dir: str) -> dict:
   if not any(name.endswith(".cubin") for name in files):
     raise ValueError(f"XLA's compile left no machine code in the cache ({len(written)} "
                      "entries)")
+  hlo = compiled.as_text()
   with open(os.path.join(out_dir, HLO_FILE), "w") as f:
-    f.write(compiled.as_text())
-  return {"files": files + [HLO_FILE]}
+    f.write(hlo)
+  return {"files": files + [HLO_FILE], "launches": kernel_launches(hlo)}
+
+
+# Instructions that launch nothing on the device (bookkeeping, aliases, async halves).
+_NO_LAUNCH = frozenset({
+    "parameter", "get-tuple-element", "tuple", "bitcast", "constant", "after-all",
+    "partition-id", "replica-id", "opt-barrier", "add-dependency", "domain", "copy-done",
+    "async-done", "get-dimension-size"})
+# Custom calls that launch nothing: AllocateBuffer gives a buffer without writing it.
+_NO_LAUNCH_TARGETS = frozenset({"AllocateBuffer"})
+
+
+def _computations(hlo: str) -> tuple[dict[str, list[str]], str]:
+  """({computation name: its instruction lines}, the entry's name) of an HLO module."""
+  computations, entry, current = {}, None, None
+  for line in hlo.splitlines():
+    header = re.match(r"^(ENTRY )?%?([\w.\-]+) .*\{\s*$", line)
+    if header:
+      current = header.group(2)
+      computations[current] = []
+      entry = current if header.group(1) else entry
+    elif line.startswith("}"):
+      current = None
+    elif current is not None and " = " in line:
+      computations[current].append(line.strip())
+  return computations, entry
+
+
+def _opcode(instruction: str) -> str | None:
+  """The opcode: the first `word(` after ` = ` (types hold no such word)."""
+  found = re.search(r"\s([a-z][a-z0-9\-]*)\(", instruction[instruction.find(" = "):])
+  return found and found.group(1)
+
+
+def _launch_kind(instruction: str, opcode: str) -> str:
+  """fusion:<kind> (XLA's fusion kinds; Triton GEMMs by their backend kind), custom:<target>
+  (library calls and Pallas kernels), or the opcode."""
+  if opcode == "fusion":
+    backend = re.search(r'"kind":"(__[\w$.]+)"', instruction)
+    kind = re.search(r"kind=(k\w+)", instruction)
+    return "fusion:" + (backend.group(1) if backend else kind.group(1) if kind else "?")
+  if opcode == "custom-call":
+    target = re.search(r'custom_call_target="([^"]+)"', instruction)
+    return "custom:" + (target.group(1) if target else "?")
+  return opcode
+
+
+def kernel_launches(hlo: str) -> dict:
+  """What one run of the compiled HLO launches, counted from its instructions: every
+  instruction but bookkeeping is taken as one launch (a fusion is one kernel, a library
+  call one or a few), a while loop's body counted its known trip count times and each
+  branch of a conditional once. Returns {"total", "by_kind": {kind: count}, "loops":
+  [{"body", "trips", "per_trip", "times"}]} (times: how often the loop itself runs)."""
+  computations, entry = _computations(hlo)
+  by_kind, loops = collections.Counter(), []
+
+  def walk(name: str, times: int):
+    for instruction in computations.get(name, ()):
+      opcode = _opcode(instruction)
+      if opcode is None or opcode in _NO_LAUNCH:
+        continue
+      if opcode == "while":
+        body = re.search(r"body=%?([\w.\-]+)", instruction).group(1)
+        trips = re.search(r'"known_trip_count":\{"n":"(\d+)"', instruction)
+        trips = int(trips.group(1)) if trips else 1
+        before = sum(by_kind.values())
+        walk(body, times * trips)
+        loops.append({"body": body, "trips": trips, "times": times,
+                      "per_trip": (sum(by_kind.values()) - before) // (times * trips)})
+      elif opcode == "conditional":
+        for branches in re.findall(r"branch_computations=\{([^}]*)\}", instruction):
+          for branch in branches.split(","):
+            walk(branch.strip().lstrip("%"), times)
+      elif opcode == "call":
+        walk(re.search(r"to_apply=%?([\w.\-]+)", instruction).group(1), times)
+      elif not any(f'custom_call_target="{target}"' in instruction
+                   for target in _NO_LAUNCH_TARGETS):
+        by_kind[_launch_kind(instruction, opcode)] += times
+
+  walk(entry, 1)
+  return {"total": sum(by_kind.values()), "by_kind": dict(by_kind.most_common()),
+          "loops": loops}
 
 
 def main(argv):
   del argv
   jax.config.update("jax_platforms", "cpu")  # the plugin finds no GPU to run on here
-  op, program = kernel_programs.program_from_flags()
   with open(_TARGET_CONFIG.value) as f:
     target = f.read()
-  result = build(program, target, cached_binaries.BINARIES_DIR.value)
+  device = compile_only_device(target)
+  op, program = kernel_programs.program_from_flags(device)
+  result = build(program, device, cached_binaries.BINARIES_DIR.value)
   kernels = sorted(name.split(".")[-2] for name in result["files"]
                    if name.endswith(".cubin") and name.count(".") >= 3)
   print(records.dumps({"op": op, "binaries_dir": cached_binaries.BINARIES_DIR.value,
                        "config": program.config and program.config._asdict(),
                        "jax": jax.__version__, "kernels": kernels,
-                       "files": len(result["files"])}))
+                       "files": len(result["files"]), "launches": result["launches"]}))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
+import jax
 import pytest
 
 from experiments import kernel_programs
@@ -50,6 +51,15 @@ def test_the_layer_lowers_as_on_a_gpu():
   assert names[2:8] == ["fwd_gather_kernel", "fwd_dense_kernel", "fwd_scatter_kernel",
                         "bwd_gather_kernel", "bwd_dense_kernel", "bwd_union_kernel"]
   assert names[8:] == ["pair_weights_bwd_kernel"] * 2
+
+
+def test_a_training_step_lowers_with_the_layers_kernels():
+  """sdm_tiny's step as a GPU runs it, on a mesh of one device: the top-k kernel first,
+  phase 2's kernels, the pair weights' backward last."""
+  program = kernel_programs.train_step_program("sdm_tiny", jax.devices()[0])
+  names = [kernel.name for kernel in triton_ir.lowered_modules(program)]
+  assert names[0] == "product_key_topk_kernel"
+  assert names[-1] == "pair_weights_bwd_kernel" and "bwd_union_kernel" in names
 
 
 def test_the_gdn_and_topk_kernels_lower_too():

@@ -48,3 +48,42 @@ def test_the_topk_kernel_is_built_by_xla(run_cli_subprocess, tmp_path):
   assert any(name.endswith(".product_key_topk_kernel.cubin") for name in files)
   with open(os.path.join(tmp_path, xla_build.HLO_FILE)) as f:
     assert "product_key_topk_kernel" in f.read()
+
+
+# The shape of an optimized HLO module as `Compiled.as_text()` prints it (trimmed).
+HLO = """HloModule jit_step, is_scheduled=true
+
+%fused_add (p: s32[]) -> s32[] {
+  %p = s32[] parameter(0)
+  ROOT %add = s32[] add(%p, %p)
+}
+
+%body (arg: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %arg = (s32[], /*index=1*/f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%arg), index=0
+  %next = s32[] fusion(%i), kind=kLoop, calls=%fused_add
+  %k = f32[8]{0} custom-call(%arg), custom_call_target="__gpu$xla.gpu.triton"
+  ROOT %t = (s32[], f32[8]{0}) tuple(%next, %k)
+}
+
+%cond (arg: (s32[], f32[8])) -> pred[] {
+  %arg = (s32[], f32[8]{0}) parameter(0)
+  ROOT %lt = pred[] constant(true)
+}
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %buffer = f32[8]{0} custom-call(), custom_call_target="AllocateBuffer"
+  %g = f32[8]{0} fusion(%x, %buffer), kind=kInput, calls=%fused_add
+  %w = (s32[], /*index=1*/f32[8]{0}) while(%g), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"32"}}
+  ROOT %o = f32[8]{0} get-tuple-element(%w), index=1
+}
+"""
+
+
+def test_launches_count_loop_bodies_by_their_trips():
+  launches = xla_build.kernel_launches(HLO)
+  assert launches["by_kind"] == {"fusion:kLoop": 32, "custom:__gpu$xla.gpu.triton": 32,
+                                 "fusion:kInput": 1}
+  assert launches["total"] == 65
+  assert launches["loops"] == [{"body": "body", "trips": 32, "times": 1, "per_trip": 2}]
