@@ -637,6 +637,13 @@ def _call(kernel, grid, chunk_index, inputs: dict, outputs: dict, aliases=(), *,
   return dict(zip(out_names, results))
 
 
+def _uninitialized(shape, dtype) -> jax.Array:
+  """A buffer the kernels write before anything reads it, left unwritten until then
+  (`lax.empty`): zeroing the snapshots alone cost 1.3-2.5 ms per call on the H200. The
+  tests fill these with NaN instead, so a kernel that leaves an element unwritten shows."""
+  return lax.empty(shape, dtype)
+
+
 def _chunk_major(x):
   """[B, H, n, ...] -> [n, B * H, ...]."""
   x = x.reshape(-1, *x.shape[2:])
@@ -897,11 +904,9 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
   table = table.reshape(dims.batch_heads, *memory.shape[-2:])
   int_xs, writes = _write_layout(ids, dims, config)
   xs = _write_inputs(coefs, int_xs, writes, dims)
-  # The kernels write every element of these buffers, so they start uninitialized (zeroing
-  # the snapshots alone cost 1.3-2.5 ms per call on the H200).
-  tokens = lambda: lax.empty(  # noqa: E731
+  tokens = lambda: _uninitialized(  # noqa: E731
       (num_chunks, dims.batch_heads, chunk, dims.value_dim), jnp.float32)
-  saved = dict(out=tokens(), snapshot=lax.empty(
+  saved = dict(out=tokens(), snapshot=_uninitialized(
       (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
   if dims.shared:
     saved.update(y=tokens(), delta=tokens())
@@ -934,15 +939,17 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
             snapshot_rows=saved["snapshot"].reshape(-1, value_dim))
   d_table = d_final.astype(final.dtype).reshape(bh, num_slots, value_dim)
   next_write = jnp.full((bh, num_slots), -1, jnp.int32)  # no later chunk yet
-  zeros = lambda *shape: jnp.zeros((num_chunks, bh, *shape), jnp.float32)  # noqa: E731
+  # Per chunk, the kernels write every element of these but the per-entry gradients of
+  # padding entries (W or R padded to a power of two), which `_unsorted` drops.
+  per_chunk = lambda *shape: _uninitialized((num_chunks, bh, *shape), jnp.float32)  # noqa: E731
   row_slabs = value_dim // config.backward_rows_config().block_cols
-  grads = dict(d_update_coef=zeros(slabs, chunk, dims.writes),
-               d_delta=zeros(chunk, value_dim),
-               d_row_decay=zeros(row_slabs, dims.write_rows),
-               d_entry_read_coef=zeros(row_slabs, chunk * dims.reads))
+  grads = dict(d_update_coef=per_chunk(slabs, chunk, dims.writes),
+               d_delta=per_chunk(chunk, value_dim),
+               d_row_decay=per_chunk(row_slabs, dims.write_rows),
+               d_entry_read_coef=per_chunk(row_slabs, chunk * dims.reads))
   if dims.shared:
-    grads.update(d_values=zeros(chunk, value_dim),
-                 d_entry_write_coef=zeros(row_slabs, chunk * dims.writes))
+    grads.update(d_values=per_chunk(chunk, value_dim),
+                 d_entry_write_coef=per_chunk(row_slabs, chunk * dims.writes))
   step = functools.partial(_backward_chunk, xs=xs, dims=dims, config=config,
                            interpret=interpret)
   (_, d_table, grads), _ = lax.scan(step, (next_write, d_table, grads),

@@ -17,6 +17,7 @@ from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_xla
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.sparse_delta import chunk
+from tests.pallas_kernels.sparse_delta.uninitialized import poison_uninitialized
 from tests.sdm_jax.ops.test_sparse_delta import random_inputs
 
 # Interpret mode is how the CPU suite checks the kernels' semantics; on a GPU the `gpu`
@@ -24,6 +25,14 @@ from tests.sdm_jax.ops.test_sparse_delta import random_inputs
 # comparisons once, output cut off; not investigated, see WORKSPACE.md.)
 interpret_on_cpu = pytest.mark.skipif(
     jax.default_backend() == "gpu", reason="interpret-mode semantics tests run on CPU")
+
+
+
+@pytest.fixture(autouse=True)
+def _poisoned_buffers(monkeypatch):
+  """Every test here also checks that the kernels write each buffer they must."""
+  poison_uninitialized(monkeypatch)
+
 
 # Small tiles so that the CPU shapes have several row tiles and slabs.
 SMALL = scan_pallas.KernelConfig(block_cols=16, row_tile=16, group_entries=16)

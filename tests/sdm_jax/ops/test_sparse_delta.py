@@ -17,6 +17,7 @@ from sdm_jax.ops.sparse_delta import chunk
 from sdm_jax.ops.sparse_delta import resolve_impl
 from sdm_jax.ops.sparse_delta import sparse_delta_rule_chunked
 from sdm_jax.ops.sparse_delta import sparse_delta_rule_reference
+from tests.pallas_kernels.sparse_delta.uninitialized import poison_uninitialized
 
 ERRORS = ("shared", "per_slot")
 
@@ -353,12 +354,14 @@ def _pallas_args(seed, value_dim=16, **kwargs):
 @pytest.mark.parametrize("error,shared_memory,impl,value_dim",
                          [(error, error == "shared", "pallas", 16) for error in ERRORS]
                          + [("per_slot", True, "pallas_tpu", 128)])
-def test_pallas_matches_the_reference(error, shared_memory, impl, value_dim):
+def test_pallas_matches_the_reference(error, shared_memory, impl, value_dim, monkeypatch):
   """Each kernel family in interpret mode, through the op ("pallas" off TPU is the GPU
-  family): T = 23 is padded to a 32-token chunk. The TPU family (the slowest here) once,
+  family): T = 23 is padded to a 32-token chunk (the GPU kernels' unwritten buffers start as
+  NaN, so the padding tokens' gradients must be written too). The TPU family (the slowest here) once,
   with the forms its kernel test lacks (`tests/pallas_kernels/sparse_delta/
   test_scan_pallas_tpu.py`: the shared error, no shared table): the per-slot error and a
   shared table."""
+  poison_uninitialized(monkeypatch)
   args = _pallas_args(30, value_dim, shared_memory=shared_memory, full_overwrite=False)
   got = sparse_delta_rule(*args, error=error, impl=impl, chunk_size=32)
   want = sparse_delta_rule(*args, error=error, impl="reference")
