@@ -18,8 +18,9 @@ the persistent compilation cache is on in a temporary folder, and
 `cached_binaries.extract` pulls the kernels out of the cache entry, as it does from a
 cache filled on the GPU.
 
-It also counts what one run of the compiled program launches (`kernel_launches`: XLA's
-fusions, library calls and Pallas kernels, loop bodies times their trip counts), which
+It also counts what one run of the compiled program launches (`hlo_launches.
+kernel_launches`: XLA's fusions, library calls and Pallas kernels, loop bodies times their
+trip counts; `experiments.hlo_launches` also weighs them by bytes and source line), which
 `--op=train_step --train_config=NAME` makes a whole training step's: at sdm_small and
 gdn_small, 2,809 launches per step against 802 (WORKSPACE.md, issue 11, session 44).
 
@@ -33,9 +34,7 @@ bodies up to 16% longer there.
 
 from __future__ import annotations
 
-import collections
 import os
-import re
 import tempfile
 
 from absl import flags
@@ -44,6 +43,7 @@ from jax.experimental import topologies
 
 from experiments import cached_binaries
 from experiments import cli
+from experiments import hlo_launches
 from experiments import kernel_programs
 from experiments.kernel_programs import Program
 from sdm_jax.training import records
@@ -106,88 +106,7 @@ def build(program: Program, device: jax.Device, out_dir: str) -> dict:
   hlo = compiled.as_text()
   with open(os.path.join(out_dir, HLO_FILE), "w") as f:
     f.write(hlo)
-  return {"files": files + [HLO_FILE], "launches": kernel_launches(hlo)}
-
-
-# Instructions that launch nothing on the device (bookkeeping, aliases, async halves).
-_NO_LAUNCH = frozenset({
-    "parameter", "get-tuple-element", "tuple", "bitcast", "constant", "after-all",
-    "partition-id", "replica-id", "opt-barrier", "add-dependency", "domain", "copy-done",
-    "async-done", "get-dimension-size"})
-# Custom calls that launch nothing: AllocateBuffer gives a buffer without writing it.
-_NO_LAUNCH_TARGETS = frozenset({"AllocateBuffer"})
-
-
-def _computations(hlo: str) -> tuple[dict[str, list[str]], str]:
-  """({computation name: its instruction lines}, the entry's name) of an HLO module."""
-  computations, entry, current = {}, None, None
-  for line in hlo.splitlines():
-    header = re.match(r"^(ENTRY )?%?([\w.\-]+) .*\{\s*$", line)
-    if header:
-      current = header.group(2)
-      computations[current] = []
-      entry = current if header.group(1) else entry
-    elif line.startswith("}"):
-      current = None
-    elif current is not None and " = " in line:
-      computations[current].append(line.strip())
-  return computations, entry
-
-
-def _opcode(instruction: str) -> str | None:
-  """The opcode: the first `word(` after ` = ` (types hold no such word)."""
-  found = re.search(r"\s([a-z][a-z0-9\-]*)\(", instruction[instruction.find(" = "):])
-  return found and found.group(1)
-
-
-def _launch_kind(instruction: str, opcode: str) -> str:
-  """fusion:<kind> (XLA's fusion kinds; Triton GEMMs by their backend kind), custom:<target>
-  (library calls and Pallas kernels), or the opcode."""
-  if opcode == "fusion":
-    backend = re.search(r'"kind":"(__[\w$.]+)"', instruction)
-    kind = re.search(r"kind=(k\w+)", instruction)
-    return "fusion:" + (backend.group(1) if backend else kind.group(1) if kind else "?")
-  if opcode == "custom-call":
-    target = re.search(r'custom_call_target="([^"]+)"', instruction)
-    return "custom:" + (target.group(1) if target else "?")
-  return opcode
-
-
-def kernel_launches(hlo: str) -> dict:
-  """What one run of the compiled HLO launches, counted from its instructions: every
-  instruction but bookkeeping is taken as one launch (a fusion is one kernel, a library
-  call one or a few), a while loop's body counted its known trip count times and each
-  branch of a conditional once. Returns {"total", "by_kind": {kind: count}, "loops":
-  [{"body", "trips", "per_trip", "times"}]} (times: how often the loop itself runs)."""
-  computations, entry = _computations(hlo)
-  by_kind, loops = collections.Counter(), []
-
-  def walk(name: str, times: int):
-    for instruction in computations.get(name, ()):
-      opcode = _opcode(instruction)
-      if opcode is None or opcode in _NO_LAUNCH:
-        continue
-      if opcode == "while":
-        body = re.search(r"body=%?([\w.\-]+)", instruction).group(1)
-        trips = re.search(r'"known_trip_count":\{"n":"(\d+)"', instruction)
-        trips = int(trips.group(1)) if trips else 1
-        before = sum(by_kind.values())
-        walk(body, times * trips)
-        loops.append({"body": body, "trips": trips, "times": times,
-                      "per_trip": (sum(by_kind.values()) - before) // (times * trips)})
-      elif opcode == "conditional":
-        for branches in re.findall(r"branch_computations=\{([^}]*)\}", instruction):
-          for branch in branches.split(","):
-            walk(branch.strip().lstrip("%"), times)
-      elif opcode == "call":
-        walk(re.search(r"to_apply=%?([\w.\-]+)", instruction).group(1), times)
-      elif not any(f'custom_call_target="{target}"' in instruction
-                   for target in _NO_LAUNCH_TARGETS):
-        by_kind[_launch_kind(instruction, opcode)] += times
-
-  walk(entry, 1)
-  return {"total": sum(by_kind.values()), "by_kind": dict(by_kind.most_common()),
-          "loops": loops}
+  return {"files": files + [HLO_FILE], "launches": hlo_launches.kernel_launches(hlo)}
 
 
 def main(argv):
