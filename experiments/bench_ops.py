@@ -19,6 +19,8 @@ Each op registers a function in `BENCHMARKS` taking the parsed flags and returni
 
 from __future__ import annotations
 
+import os
+
 from typing import Any, Callable
 
 from absl import flags
@@ -214,8 +216,15 @@ _TRAIN_CONFIGS = flags.DEFINE_list(
     "one after another in this process, each at its own train.batch_size and seq_len.")
 
 
+_HLO_DIR = flags.DEFINE_string(
+    "hlo_dir", None, "train_step: also write each config's compiled step as "
+    "<config>.hlo.txt here (for `experiments.hlo_launches --profile`).")
+
+
 def _bench_train_step() -> dict[str, Any]:
   results = []
+  if _HLO_DIR.value:
+    os.makedirs(_HLO_DIR.value, exist_ok=True)
   for name in _TRAIN_CONFIGS.value:
     config = configs.get_config(name)
     if config.get("kind", "lm") != "lm":
@@ -224,7 +233,8 @@ def _bench_train_step() -> dict[str, Any]:
     model_config, train_config, _ = common.lm_configs(config)
     results.append({"config": name, **step_benchmarks.benchmark_train_step(
         model_config, train_config, warmup=_WARMUP.value, repeats=_REPEATS.value,
-        top_ops=_TOP_OPS.value)})
+        top_ops=_TOP_OPS.value,
+        hlo_path=_HLO_DIR.value and os.path.join(_HLO_DIR.value, f"{name}.hlo.txt"))})
   return {"results": results}
 
 

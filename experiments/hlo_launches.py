@@ -7,7 +7,9 @@ of this project that made them (`launch_rows`, `by_source`).
   python -m experiments.hlo_launches --hlo=/tmp/xla_step/hlo.txt --op_name=block_3/mixer
 
 prints the launches whose JAX name stack holds `--op_name` (here `sdm_small`'s first SDM
-layer, forward and backward), summed by source line, then the costliest ones. Bytes are a
+layer, forward and backward), summed by source line, then the costliest ones. With
+`--profile` (a `bench_ops --op=train_step --top_ops=N --hlo_dir=DIR` output, DIR holding
+the same program's HLO), it sums measured device time by source line instead. Bytes are a
 static measure of what a launch touches (every operand counted whole, so gathers and
 in-place scatters count more than they move); at HBM's pace they bound the memory-bound
 glue around the kernels from below (WORKSPACE.md, issue 11, session 44).
@@ -16,6 +18,7 @@ glue around the kernels from below (WORKSPACE.md, issue 11, session 44).
 from __future__ import annotations
 
 import collections
+import json
 import re
 from typing import NamedTuple
 
@@ -27,6 +30,10 @@ from sdm_jax.training import records
 _HLO = flags.DEFINE_string("hlo", None, "An optimized HLO text file (xla_build's hlo.txt).")
 _OP_NAME = flags.DEFINE_string("op_name", "", "Only launches whose JAX name stack holds this.")
 _TOP = flags.DEFINE_integer("top", 25, "How many source lines and launches to list.")
+_PROFILE = flags.DEFINE_string(
+    "profile", None, "A `bench_ops --op=train_step --top_ops=N --hlo_dir=...` output (its JSON "
+    "line): the device time of --profile_config's ops summed by source line instead.")
+_PROFILE_CONFIG = flags.DEFINE_string("profile_config", None, "Which config of --profile.")
 
 # Instructions that launch nothing on the device (bookkeeping, aliases, async halves).
 _NO_LAUNCH = frozenset({
@@ -222,12 +229,66 @@ def by_source(rows: list[Launch]) -> list[dict]:
           for source, (count, size) in sorted(sums.items(), key=lambda item: -item[1][1])]
 
 
+def instruction_sources(hlo: str) -> dict[str, tuple[str, str]]:
+  """{instruction name: (its JAX name stack, its project source line)} over every
+  computation, each also under its name with "." and "-" as "_" (a GPU kernel's name)."""
+  sources = _source_lines(hlo)
+  named = {}
+  for instructions in _computations(hlo)[0].values():
+    for instruction in instructions:
+      name = re.match(r"(?:ROOT )?%?([\w.\-]+) = ", instruction)
+      stack = re.search(r'op_name="([^"]*)"', instruction)
+      frame = re.search(r"stack_frame_id=(\d+)", instruction)
+      if name and stack:
+        where = (stack.group(1), sources.get(int(frame.group(1)), "?") if frame else "?")
+        named[name.group(1)] = where
+        named.setdefault(re.sub(r"[.\-]", "_", name.group(1)), where)
+  return named
+
+
+def time_by_source(hlo: str, profile_rows: list[dict], op_name: str = "") -> list[dict]:
+  """Device time per source line: `timing.device_time_by_op` rows ({"op": instruction or
+  kernel name, "ms", "count"} per call) of the program `hlo` is, those whose JAX name
+  stack holds `op_name`, summed by `instruction_sources`' line ("?" where unknown, "not in
+  the HLO" for ops it does not name), the most time first."""
+  named = instruction_sources(hlo)
+  sums = collections.defaultdict(lambda: [0.0, 0.0])
+  for row in profile_rows:
+    stack, source = named.get(row["op"], ("", "not in the HLO"))
+    if op_name and op_name not in stack:
+      continue
+    sums[source][0] += row["ms"]
+    sums[source][1] += row["count"]
+  return [{"source": source, "ms": ms, "launches": count}
+          for source, (ms, count) in sorted(sums.items(), key=lambda item: -item[1][0])]
+
+
+def _profile_rows(path: str, config: str | None) -> list[dict]:
+  """The top_ops rows of one config in a bench_ops train_step output file."""
+  with open(path) as f:
+    lines = [line for line in f if line.startswith("{")]
+  results = json.loads(lines[-1])["results"]
+  chosen = [r for r in results if config is None or r.get("config") == config]
+  if len(chosen) != 1 or "top_ops" not in chosen[0]:
+    raise ValueError(f"--profile_config must name one config with top_ops in {path} "
+                     f"(it has {[r.get('config') for r in results]})")
+  return chosen[0]["top_ops"]
+
+
 def main(argv):
   del argv
   if not _HLO.value:
     raise ValueError("--hlo must name an optimized HLO text file")
   with open(_HLO.value) as f:
     hlo = f.read()
+  if _PROFILE.value:
+    rows = time_by_source(hlo, _profile_rows(_PROFILE.value, _PROFILE_CONFIG.value),
+                          _OP_NAME.value)
+    print(f"{sum(r['ms'] for r in rows):.2f} ms of device time in {len(rows)} source lines")
+    for row in rows[:_TOP.value]:
+      print(f"{row['ms']:8.3f} ms {row['launches']:7.0f}  {row['source']}")
+    print(records.dumps({"hlo": _HLO.value, "op_name": _OP_NAME.value, "by_source": rows}))
+    return
   rows = launch_rows(hlo, _OP_NAME.value)
   total = sum(row.operand_bytes + row.result_bytes for row in rows)
   print(f"{len(rows)} launches outside loops, {total / 1e6:,.0f} MB of operands and results")

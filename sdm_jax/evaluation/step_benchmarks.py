@@ -26,13 +26,16 @@ from sdm_jax.training.train_step import init_state, make_train_step, shard_batch
 
 
 def benchmark_train_step(model_config: LMConfig, train_config: TrainConfig, *, warmup: int,
-                         repeats: int, top_ops: int = 0, seed: int = 0) -> dict[str, Any]:
+                         repeats: int, top_ops: int = 0, seed: int = 0,
+                         hlo_path: str | None = None) -> dict[str, Any]:
   """Times `train_config`'s step of `LM(model_config)` on random tokens
   [batch_size, seq_len + 1] (the batch `stream_batches` draws), on `train_config.mesh`.
 
   Returns {"batch_size", "seq_len", "mesh", "param_bytes", "step_ms", "step_min_ms",
   "step_back_to_back_ms"} (`timing.time_call`; each call takes the previous call's state,
   which the step donates) and, with `top_ops` > 0, "top_ops" (`timing.device_time_by_op`).
+  hlo_path: where to write the compiled step's optimized HLO (its ops' names are the
+  profile's; `experiments.hlo_launches --profile` sums their time by source line).
   """
   if warmup < 1:
     raise ValueError(f"warmup must be >= 1 (the first call's one-time costs are not "
@@ -49,6 +52,9 @@ def benchmark_train_step(model_config: LMConfig, train_config: TrainConfig, *, w
   batch = shard_batch(jax.device_get(tokens), mesh)
   # Compiled once: the timed calls run it, and its HLO names the profile's sources.
   compiled = step.lower(state, batch).compile()
+  if hlo_path:
+    with open(hlo_path, "w") as f:
+      f.write(compiled.as_text())
   current = [state]  # the step donates its input state: each call continues from the last
 
   def one_step():

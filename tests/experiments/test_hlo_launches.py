@@ -3,6 +3,8 @@ their trips, and weighed by bytes and by the project's source line that made the
 
 from __future__ import annotations
 
+import json
+
 from experiments import hlo_launches
 
 # The shape of an optimized HLO module as `Compiled.as_text()` prints it (trimmed).
@@ -17,7 +19,7 @@ HLO = """HloModule jit_step, is_scheduled=true
   %arg = (s32[], /*index=1*/f32[8]{0}) parameter(0)
   %i = s32[] get-tuple-element(%arg), index=0
   %next = s32[] fusion(%i), kind=kLoop, calls=%fused_add
-  %k = f32[8]{0} custom-call(%arg), custom_call_target="__gpu$xla.gpu.triton"
+  %k = f32[8]{0} custom-call(%arg), custom_call_target="__gpu$xla.gpu.triton", metadata={op_name="jit(step)/block_3/mixer/while/body/pallas_call" stack_frame_id=2}
   ROOT %t = (s32[], f32[8]{0}) tuple(%next, %k)
 }
 
@@ -73,3 +75,33 @@ def test_launches_outside_loops_carry_bytes_and_their_project_source():
   assert hlo_launches.by_source(rows) == [
       {"source": "sdm_jax/ops/sparse_delta/chunk.py:132 _chunk_ids", "launches": 1,
        "bytes": 96}, {"source": "?", "launches": 1, "bytes": 48}]
+
+
+def test_profiled_time_is_summed_by_source_line():
+  """Profile rows name ops by instruction (a kernel's with "." as "_")."""
+  rows = [{"op": "k", "ms": 0.5, "count": 32}, {"op": "g", "ms": 0.25, "count": 1},
+          {"op": "h", "ms": 1.0, "count": 1}, {"op": "cudnn_kernel", "ms": 2.0, "count": 1}]
+  assert hlo_launches.time_by_source(HLO, rows, "block_3/mixer") == [
+      {"source": "sdm_jax/ops/sparse_delta/chunk.py:132 _chunk_ids", "ms": 0.75,
+       "launches": 33}]
+  everything = hlo_launches.time_by_source(HLO, rows)
+  assert [(r["source"], r["ms"]) for r in everything] == [
+      ("not in the HLO", 2.0), ("?", 1.0),
+      ("sdm_jax/ops/sparse_delta/chunk.py:132 _chunk_ids", 0.75)]
+
+
+def test_the_cli_reads_a_bench_ops_profile(run_cli_process, tmp_path):
+  hlo_path, profile_path = tmp_path / "sdm_small.hlo.txt", tmp_path / "bench.log"
+  hlo_path.write_text(HLO)
+  result = {"op": "train_step", "results": [
+      {"config": "gdn_small", "top_ops": []},
+      {"config": "sdm_small", "top_ops": [{"op": "k", "ms": 0.5, "count": 32}]}]}
+  profile_path.write_text("some log line\n" + json.dumps(result) + "\n")
+  done = run_cli_process("hlo_launches", f"--hlo={hlo_path}", f"--profile={profile_path}",
+                         "--profile_config=sdm_small")
+  assert done.returncode == 0, done.stderr
+  assert json.loads(done.stdout.strip().splitlines()[-1])["by_source"] == [
+      {"source": "sdm_jax/ops/sparse_delta/chunk.py:132 _chunk_ids", "ms": 0.5,
+       "launches": 32}]
+  done = run_cli_process("hlo_launches", f"--hlo={hlo_path}", f"--profile={profile_path}")
+  assert done.returncode == 2 and "--profile_config must name one config" in done.stderr
