@@ -1,12 +1,23 @@
-# Session 44, call c (issue 11), for the next device session: where sdm_small's training step
-# spends its device time, op by op, with the compiled HLO beside it, so that here
-# `python -m experiments.hlo_launches --hlo=.../sdm_small.hlo.txt --profile=.../profile.log
+# Session 44, call c (issue 11), for the next device session. First, where sdm_small's
+# training step spends its device time, op by op, with the compiled HLO beside it, so that
+# here `python -m experiments.hlo_launches --hlo=.../sdm_small.hlo.txt --profile=.../profile.log
 # --profile_config=sdm_small [--op_name=block_3/mixer]` sums it by source line. XLA's build
-# read here (no device) puts about 9 GB of operands and results in the 159 launches of each
-# SDM layer outside phase 2's loops (WORKSPACE.md, issue 11, session 44): which of them cost
-# time is what this measures. gdn_small beside it, in the same process, as the reference.
+# read here (no device) puts about 8.6 GB of operands and results in the 157 launches of
+# each SDM layer outside phase 2's loops (WORKSPACE.md, issue 11, session 44): which of them
+# cost time is what this measures; gdn_small beside it, in the same process. Then the step
+# at this tree against session 43's (devrun/h43: `git archive 227eb86 pallas_kernels sdm_jax
+# maglev_jax experiments pyproject.toml`, carried), alternating, one process each: session
+# 44's untimed changes (the backward's buffers uninitialized, the pair weights' backward
+# storing dk instead of its cells).
 source experiments/device/common.sh
 step profile 360 . python -m experiments.bench_ops --op=train_step --train_configs=sdm_small,gdn_small --repeats=10 \
   --top_ops=2000 --hlo_dir=/tmp/hlo
 ( cd /tmp && tar czf "$OUT/hlo.tgz" hlo ) 2>> "$OUT/calls.log"
+STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
+step s_head_a 120 . $STEP
+step s_h43_a 120 devrun/h43 $STEP
+step s_head_b 120 . $STEP
+step s_h43_b 120 devrun/h43 $STEP
+grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
+cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
