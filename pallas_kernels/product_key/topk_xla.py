@@ -102,7 +102,9 @@ def scores_cotangent(idx: jax.Array, d_logits: jax.Array, width: int, dtype) -> 
   rows = idx.reshape(-1, idx.shape[-1])
   d = d_logits.reshape(rows.shape).astype(jnp.float32)
   row_ids = jnp.arange(rows.shape[0])[:, None]
-  d_scores = jnp.zeros((rows.shape[0], width), jnp.float32)
-  d_scores = d_scores.at[row_ids, rows // sub_keys].add(d)
-  d_scores = d_scores.at[row_ids, sub_keys + rows % sub_keys].add(d)
+  # Both halves in one scatter: two passes over [rows, 2S] cost XLA's build of `sdm_small`'s
+  # layer 134 MB more per call (WORKSPACE.md, issue 11, session 44).
+  cols = jnp.concatenate([rows // sub_keys, sub_keys + rows % sub_keys], axis=-1)
+  d_scores = jnp.zeros((rows.shape[0], width), jnp.float32).at[row_ids, cols].add(
+      jnp.concatenate([d, d], axis=-1))
   return d_scores.reshape(*idx.shape[:-1], width).astype(dtype)
