@@ -2,13 +2,13 @@
 # training step spends its device time, op by op, with the compiled HLO beside it, so that
 # here `python -m experiments.hlo_launches --hlo=.../sdm_small.hlo.txt --profile=.../profile.log
 # --profile_config=sdm_small [--op_name=block_3/mixer]` sums it by source line. XLA's build
-# read here (no device) puts about 8.6 GB of operands and results in the 157 launches of
+# read here (no device) puts about 8.4 GB of operands and results in the 156 launches of
 # each SDM layer outside phase 2's loops (WORKSPACE.md, issue 11, session 44): which of them
 # cost time is what this measures; gdn_small beside it, in the same process. Then the step
 # at this tree against session 43's (devrun/h43: `git archive 227eb86 pallas_kernels sdm_jax
 # maglev_jax experiments pyproject.toml`, carried), alternating, one process each: session
-# 44's untimed changes (the backward's buffers uninitialized, the pair weights' backward
-# storing dk instead of its cells).
+# 44's untimed cuts (the backward's buffers uninitialized, the pair weights' backward
+# storing dk instead of its cells, the top-k's backward in one scatter-add).
 source experiments/device/common.sh
 step profile 360 . python -m experiments.bench_ops --op=train_step --train_configs=sdm_small,gdn_small --repeats=10 \
   --top_ops=2000 --hlo_dir=/tmp/hlo
