@@ -10,6 +10,10 @@
 # 44's untimed cuts (the backward's buffers uninitialized, the pair weights' backward
 # storing dk instead of its cells, the top-k's backward in one scatter-add).
 source experiments/device/common.sh
+# The kernels this session changed, compiled, before any timing: the pair weights' backward
+# (dk stored per writer), phase 2 with every uninitialized buffer filled with NaN first.
+step tests 200 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \
+  tests/pallas_kernels/sparse_delta/test_pair_weights.py tests/pallas_kernels/sparse_delta/test_scan_pallas.py
 step profile 360 . python -m experiments.bench_ops --op=train_step --train_configs=sdm_small,gdn_small --repeats=10 \
   --top_ops=2000 --hlo_dir=/tmp/hlo
 ( cd /tmp && tar czf "$OUT/hlo.tgz" hlo ) 2>> "$OUT/calls.log"
