@@ -12,16 +12,16 @@
 source experiments/device/common.sh
 # The kernels this session changed, compiled, before any timing: the pair weights' backward
 # (dk stored per writer), phase 2 with every uninitialized buffer filled with NaN first.
-step tests 200 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \
+step tests 150 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \
   tests/pallas_kernels/sparse_delta/test_pair_weights.py tests/pallas_kernels/sparse_delta/test_scan_pallas.py
-step profile 360 . python -m experiments.bench_ops --op=train_step --train_configs=sdm_small,gdn_small --repeats=10 \
+step profile 240 . python -m experiments.bench_ops --op=train_step --train_configs=sdm_small,gdn_small --repeats=10 \
   --top_ops=2000 --hlo_dir=/tmp/hlo
 ( cd /tmp && tar czf "$OUT/hlo.tgz" hlo ) 2>> "$OUT/calls.log"
 STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
-step s_head_a 120 . $STEP
-step s_h43_a 120 devrun/h43 $STEP
-step s_head_b 120 . $STEP
-step s_h43_b 120 devrun/h43 $STEP
+step s_head_a 75 . $STEP
+step s_h43_a 75 devrun/h43 $STEP
+step s_head_b 75 . $STEP
+step s_h43_b 75 devrun/h43 $STEP
 grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
 cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
