@@ -35,11 +35,12 @@ _PROFILE = flags.DEFINE_string(
     "line): the device time of --profile_config's ops summed by source line instead.")
 _PROFILE_CONFIG = flags.DEFINE_string("profile_config", None, "Which config of --profile.")
 
-# Instructions that launch nothing on the device (bookkeeping, aliases, async halves).
+# Instructions that launch nothing on the device (bookkeeping, aliases; of an async pair,
+# the `-done` half: its `-start` is the launch).
 _NO_LAUNCH = frozenset({
     "parameter", "get-tuple-element", "tuple", "bitcast", "constant", "after-all",
-    "partition-id", "replica-id", "opt-barrier", "add-dependency", "domain", "copy-done",
-    "async-done", "get-dimension-size"})
+    "partition-id", "replica-id", "opt-barrier", "add-dependency", "domain",
+    "get-dimension-size"})
 # Custom calls that launch nothing: AllocateBuffer gives a buffer without writing it.
 _NO_LAUNCH_TARGETS = frozenset({"AllocateBuffer"})
 _BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4,
@@ -72,7 +73,8 @@ def _opcode(instruction: str) -> str | None:
 
 
 def _launches(instruction: str, opcode: str | None) -> bool:
-  return opcode is not None and opcode not in _NO_LAUNCH and not any(
+  return opcode is not None and opcode not in _NO_LAUNCH and not opcode.endswith(
+      "-done") and not any(
       f'custom_call_target="{target}"' in instruction for target in _NO_LAUNCH_TARGETS)
 
 

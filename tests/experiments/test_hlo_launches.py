@@ -33,6 +33,8 @@ ENTRY %main (x: f32[8]) -> f32[8] {
   %buffer = f32[8]{0} custom-call(), custom_call_target="AllocateBuffer"
   %g = f32[8]{0} fusion(%x, %buffer), kind=kInput, calls=%fused_add, metadata={op_name="jit(step)/block_3/mixer/gather" stack_frame_id=3}
   %h = bf16[4,2]{1,0} fusion(%g), kind=kLoop, calls=%fused_add, metadata={op_name="jit(step)/block_4/mlp/add" stack_frame_id=1}
+  %ar = f32[8]{0} all-reduce-start(%g), replica_groups={}, to_apply=%fused_add
+  %ad = f32[8]{0} all-reduce-done(%ar)
   %w = (s32[], /*index=1*/f32[8]{0}) while(%g), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"32"}}
   ROOT %o = f32[8]{0} get-tuple-element(%w), index=1
 }
@@ -59,8 +61,8 @@ StackFrames
 def test_launches_count_loop_bodies_by_their_trips():
   launches = hlo_launches.kernel_launches(HLO)
   assert launches["by_kind"] == {"fusion:kLoop": 33, "custom:__gpu$xla.gpu.triton": 32,
-                                 "fusion:kInput": 1}
-  assert launches["total"] == 66
+                                 "fusion:kInput": 1, "all-reduce-start": 1}
+  assert launches["total"] == 67  # an async pair launches once
   assert launches["loops"] == [{"body": "body", "trips": 32, "times": 1, "per_trip": 2}]
 
 
@@ -68,13 +70,14 @@ def test_launches_outside_loops_carry_bytes_and_their_project_source():
   """The gather's innermost frame is JAX's; its caller, the project's line, names it."""
   rows = hlo_launches.launch_rows(HLO)
   assert [(row.name, row.source) for row in rows] == [
-      ("g", "sdm_jax/ops/sparse_delta/chunk.py:132 _chunk_ids"), ("h", "?")]
+      ("g", "sdm_jax/ops/sparse_delta/chunk.py:132 _chunk_ids"), ("h", "?"), ("ar", "?")]
   assert (rows[0].operand_bytes, rows[0].result_bytes) == (64, 32)  # x and buffer; f32[8]
   assert (rows[1].operand_bytes, rows[1].result_bytes) == (32, 16)
   assert [row.name for row in hlo_launches.launch_rows(HLO, "block_3/mixer")] == ["g"]
-  assert hlo_launches.by_source(rows) == [
+  assert hlo_launches.by_source(rows) == [  # the most bytes first
+      {"source": "?", "launches": 2, "bytes": 112},
       {"source": "sdm_jax/ops/sparse_delta/chunk.py:132 _chunk_ids", "launches": 1,
-       "bytes": 96}, {"source": "?", "launches": 1, "bytes": 48}]
+       "bytes": 96}]
 
 
 def test_profiled_time_is_summed_by_source_line():
