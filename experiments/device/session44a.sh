@@ -13,15 +13,18 @@ T32="python -m experiments.bench_ops --op=topk --repeats=30 --topk_rows=65536 --
 L16="candidate_lanes=16;group_chunk=4"
 L32="candidate_lanes=32;group_chunk=4"
 C2="candidate_lanes=16;group_chunk=2"
+W2="candidate_lanes=64;group_chunk=2"  # the default's parts (64 and 32 lanes) formed as stored: 80 (25), 2,928 instructions
 step t_base_exact_a 45 . $T32 --tilings=default
 step t_l32_exact_a 45 . $T32 "--tilings=$L32"
 step t_l16_exact_a 45 . $T32 "--tilings=$L16"
 step t_c2_exact_a 45 . $T32 "--tilings=$C2"
+step t_w2_exact_a 45 . $T32 "--tilings=$W2"
 step t_base_fast_a 45 . $T32 --tilings=exact_order=false
 step t_l32_fast_a 45 . $T32 "--tilings=$L32;exact_order=false"
 step t_l32_exact_b 45 . $T32 "--tilings=$L32"
 step t_base_exact_b 45 . $T32 --tilings=default
 step t_c2_exact_b 45 . $T32 "--tilings=$C2"
+step t_w2_exact_b 45 . $T32 "--tilings=$W2"
 step t_l16_exact_b 45 . $T32 "--tilings=$L16"
 step t_l32_fast_b 45 . $T32 "--tilings=$L32;exact_order=false"
 step t_base_fast_b 45 . $T32 --tilings=exact_order=false
