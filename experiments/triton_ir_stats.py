@@ -289,6 +289,22 @@ def life_range_listing(stats: dict, nvdisasm: str) -> str:
   return functions[stats["function"]] if "function" in stats else next(iter(functions.values()))
 
 
+def unique_kernels(stats: list[dict]) -> list[tuple[dict, int]]:
+  """(stats, copies) of each distinct kernel, in order: XLA's build repeats a kernel for
+  every copy of a loop it unrolls (the SDM layer's chunk loop: four of each phase-2
+  kernel), the same function with the same code; kernels without a listing stay apart."""
+  unique, index = [], {}
+  for s in stats:
+    key = (s.get("function"), s.get("sass")) if s.get("sass") else None
+    if key is not None and key in index:
+      unique[index[key]][1] += 1
+      continue
+    if key is not None:
+      index[key] = len(unique)
+    unique.append([s, 1])
+  return [(s, copies) for s, copies in unique]
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("directory")
@@ -323,10 +339,11 @@ def main():
                               asked.get("num_stages", args.num_stages)))
   for path in sorted(glob.glob(os.path.join(args.directory, "*.cubin"))):
     stats.extend(cubin_stats(path, args.functions))
-  for s in stats:
+  for s, copies in unique_kernels(stats):
     print(f"{s['kernel']:32} {s['num_warps']:>5} {s['registers']:>5} {s['spill_bytes']:>7} "
           f"{s['shared_bytes']:>7} {s['instructions']:>7} {s['programs_per_sm']:>7}  "
-          f"{' '.join(map(str, s['loop_bodies'])) or '-'}")
+          f"{' '.join(map(str, s['loop_bodies'])) or '-'}"
+          + (f"  (x{copies}: identical copies)" if copies > 1 else ""))
     if args.live:
       nvdisasm = _nvidia_tool("nvdisasm") if args.live == "bundled" else args.live
       print(_live_line(live_registers(life_range_listing(s, nvdisasm))))

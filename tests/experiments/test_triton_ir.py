@@ -185,3 +185,13 @@ def test_cubin_warps_come_from_each_functions_requested_threads():
 """
   threads = triton_ir_stats._requested_threads(elf)  # pylint: disable=protected-access
   assert threads == {"bwd_union_kernel": 128, "product_key_topk_kernel": 32}
+
+
+def test_identical_copies_of_a_kernel_are_listed_once():
+  """XLA's build repeats each kernel of a loop it unrolls: the same function, the same code."""
+  union = dict(function="bwd_union_kernel", sass="LDG\nSTG\n")
+  other = dict(function="bwd_dense_kernel", sass="HMMA\n")
+  unlisted = dict(function=None, sass=None)
+  stats = [union, other, dict(union), unlisted, dict(union), dict(unlisted)]
+  assert triton_ir_stats.unique_kernels(stats) == [(union, 3), (other, 1), (unlisted, 1),
+                                                   (unlisted, 1)]
