@@ -25,6 +25,7 @@ from typing import NamedTuple
 from absl import flags
 
 from experiments import cli
+from sdm_jax.evaluation import timing
 from sdm_jax.training import records
 
 _HLO = flags.DEFINE_string("hlo", None, "An optimized HLO text file (xla_build's hlo.txt).")
@@ -64,6 +65,15 @@ def _computations(hlo: str) -> tuple[dict[str, list[str]], str]:
     elif current is not None and " = " in line:
       computations[current].append(line.strip())
   return computations, entry
+
+
+_NAME_AND_TYPE = re.compile(r"(?:ROOT )?%?([\w.\-]+) = (.*?) [a-z][a-z0-9\-]*\(")
+
+
+def _name(instruction: str) -> str | None:
+  """The instruction's name (what other instructions call it by)."""
+  found = _NAME_AND_TYPE.match(instruction)
+  return found and found.group(1)
 
 
 def _opcode(instruction: str) -> str | None:
@@ -193,12 +203,8 @@ def launch_rows(hlo: str, op_name: str = "") -> list[Launch]:
   """The entry computation's launches (loops left out: `kernel_launches` counts them) whose
   JAX name stack holds `op_name`, in program order."""
   computations, entry = _computations(hlo)
-  types = {}
-  for instructions in computations.values():
-    for instruction in instructions:
-      found = re.match(r"(?:ROOT )?%?([\w.\-]+) = (.*?) [a-z][a-z0-9\-]*\(", instruction)
-      if found:
-        types[found.group(1)] = found.group(2)
+  types = dict(found.groups() for instructions in computations.values()
+               for found in map(_NAME_AND_TYPE.match, instructions) if found)
   sources = _source_lines(hlo)
   rows = []
   for instruction in computations.get(entry, ()):
@@ -209,7 +215,7 @@ def launch_rows(hlo: str, op_name: str = "") -> list[Launch]:
     stack = stack.group(1) if stack else ""
     if op_name not in stack:
       continue
-    name = re.match(r"(?:ROOT )?%?([\w.\-]+) = ", instruction).group(1)
+    name = _name(instruction)
     operands = re.search(re.escape(opcode) + r"\(([^)]*)\)", instruction)
     frame = re.search(r"stack_frame_id=(\d+)", instruction)
     rows.append(Launch(
@@ -233,18 +239,18 @@ def by_source(rows: list[Launch]) -> list[dict]:
 
 def instruction_sources(hlo: str) -> dict[str, tuple[str, str]]:
   """{instruction name: (its JAX name stack, its project source line)} over every
-  computation, each also under its name with "." and "-" as "_" (a GPU kernel's name)."""
+  computation, each also under its GPU kernel's name (`timing.gpu_kernel_name`)."""
   sources = _source_lines(hlo)
   named = {}
   for instructions in _computations(hlo)[0].values():
     for instruction in instructions:
-      name = re.match(r"(?:ROOT )?%?([\w.\-]+) = ", instruction)
+      name = _name(instruction)
       stack = re.search(r'op_name="([^"]*)"', instruction)
       frame = re.search(r"stack_frame_id=(\d+)", instruction)
       if name and stack:
         where = (stack.group(1), sources.get(int(frame.group(1)), "?") if frame else "?")
-        named[name.group(1)] = where
-        named.setdefault(re.sub(r"[.\-]", "_", name.group(1)), where)
+        named[name] = where
+        named.setdefault(timing.gpu_kernel_name(name), where)
   return named
 
 

@@ -80,6 +80,11 @@ _HLO_INSTRUCTION = re.compile(r'^\s*(?:ROOT\s+)?%([\w.\-]+) = .*?metadata=\{op_n
                               re.MULTILINE)
 
 
+def gpu_kernel_name(instruction: str) -> str:
+  """The name of the GPU kernel XLA emits for an HLO instruction: "." and "-" as "_"."""
+  return re.sub(r"[.\-]", "_", instruction)
+
+
 def hlo_op_names(hlo_text: str) -> dict[str, str]:
   """{instruction: its JAX op name (name stack)} of an optimized HLO module's text
   (`jax.jit(f).lower(...).compile().as_text()`), each instruction also under its name with
@@ -87,7 +92,7 @@ def hlo_op_names(hlo_text: str) -> dict[str, str]:
   names = {}
   for instruction, op_name in _HLO_INSTRUCTION.findall(hlo_text):
     names[instruction] = op_name
-    names.setdefault(re.sub(r"[.\-]", "_", instruction), op_name)
+    names.setdefault(gpu_kernel_name(instruction), op_name)
   return names
 
 
