@@ -81,10 +81,11 @@ exact frontier, 112 registers are live at once in the formation, against at most
 any loop (`experiments/triton_ir_stats.py --live`). Two fields cut those
 peaks: `candidate_lanes` (parts of at most that many lanes, each formed as the final
 selection stores it, through `candidate_part` in `_kernel`) and `group_chunk` (the groups'
-bests found that many entries per group at a time). With 16 lanes and chunks of 4, pip's
-Triton 3.6 (`experiments/triton_ir_stats.py`) builds that kernel in 88 registers instead
-of 167, and in 80 instead of 128 with `exact_order=False`. Neither XLA's build nor the
-H200's time is measured yet, so the defaults stay as timed.
+bests found that many entries per group at a time). XLA's own build, read without a GPU
+(`experiments/xla_build.py`, session 44), takes the exact frontier at S = 512, k = 32
+from 118 registers to 80 (25 programs per SM) with 32 lanes and chunks of 4, and to 96
+with 16 lanes; it takes fewer registers with 32 lanes than the default at every
+benchmarked shape. The H200's time is not measured yet, so the defaults stay as timed.
 
 The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
