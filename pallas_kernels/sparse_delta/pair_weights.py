@@ -18,9 +18,8 @@ chip. The backward kernel sums, per table row, the cotangents of every entry tha
 
 with E = causal exp(l - L_j): it walks the slot-sorted entries of each row tile (phase 1's
 sorts, `ChunkIds.write_order` and `read_order`), sums their terms into the tile's [rows, C]
-cells (row, u) by one-hot matmuls (`onehot.py`) and stores dk_j, the cell (row_j, u_j),
-for the writers of its rows (not the cells). No two programs write the same row, so no
-atomics. On the H200, `sdm_small`'s layer
+cells (row, u) by one-hot matmuls (`onehot.py`) and stores them; dk_j is the cell (row_j,
+u_j). No two programs write the same row, so no atomics. On the H200, `sdm_small`'s layer
 fwd+bwd took 17.24 / 17.57 ms this way against 17.86 / 17.99 with the tables (the backward
 kernels 0.49 vs 0.62 ms, QK's forward 0.056 vs 0.124), its peak 4.18 vs 4.36 GB
 (WORKSPACE.md, issue 11, session 25).
@@ -56,10 +55,6 @@ class SlotSegments(NamedTuple):
   token: jax.Array    # [n, E] int32 the entry's token u
   key: jax.Array      # [n, E] k_u(s)
   cum_log: jax.Array  # [n, E] L_u(s): the slot's log decay summed over its writes to u
-
-
-# Writers whose dk the backward kernel picks from its cells at a time ([KW, rows, C] masked).
-_KEY_WRITERS = 4
 
 
 class KernelConfig(NamedTuple):
@@ -253,12 +248,11 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
                 entry_log=by_entry(log_at_token).astype(jnp.float32),
                 entry_seg_begin=segment(0), entry_seg_end=segment(1),
                 d_pairs=d_pairs.astype(jnp.float32), seg_token=token,
-                seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32),
-                seg_row=row, seg_row_begin=begin)
-  outputs = dict(d_key=jax.ShapeDtypeStruct(token.shape, jnp.float32),
+                seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32))
+  outputs = dict(d_cells=jax.ShapeDtypeStruct((n, rows, chunk), jnp.float32),
                  d_entry_weight=jax.ShapeDtypeStruct((n, chunk * width), jnp.float32))
   names = list(inputs) + list(outputs)
-  d_key, d_entry_weight = pl.pallas_call(
+  d_cells, d_entry_weight = pl.pallas_call(
       functools.partial(_bwd_kernel, names=names, strict=strict, config=config),
       name="pair_weights_bwd_kernel",  # names the kernel in profiles
       out_shape=list(outputs.values()),
@@ -266,6 +260,8 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
   )(*inputs.values())
+  # dk_j is the cell of its row and token (every other cell of a row has no writer).
+  d_key = jax.vmap(lambda cells, r, u: cells[r, u])(d_cells, row, token)
   # Entries in no tile were never written: they are the ones of row U, whose gradient is 0.
   d_entry_weight = jnp.where(valid, d_entry_weight, 0)
   d_weights = jax.vmap(lambda d, o: jnp.zeros_like(d).at[o].set(d))(d_entry_weight, order)
@@ -280,11 +276,8 @@ _pair_weights_kernels.defvjp(_fwd, _bwd)
 
 
 def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
-  """grid (chunks, row tiles): dw of the tile's entries, and dk_j of the writers j of the
-  tile's rows: the cell (row_j, u_j) of the tile's cells (row, u) = sum w dP[t, u] E over
-  the entries of the row, which stay on chip (every other cell of a row has no writer;
-  storing all [U, C] cells for XLA to gather dk from moved about 0.5 GB more per
-  `sdm_small` layer in XLA's build: WORKSPACE.md, issue 11, session 44)."""
+  """grid (chunks, row tiles): dw of the tile's entries and the tile's cells (row, u) =
+  sum w dP[t, u] E over the entries of the row (dk_j is the cell (row_j, u_j))."""
   r = dict(zip(names, refs))
   n, tile = pl.program_id(0), pl.program_id(1)
   rows, block = config.row_tile, config.entry_block
@@ -325,30 +318,8 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
                    d_weight, mask=valid)
     return cells
 
-  cells = lax.fori_loop(0, (end - begin + block - 1) // block, entry_block,
-                        jnp.zeros((rows, chunk), jnp.float32))
-
-  # dk_j of the writers of the tile's rows, the segment entries [writers_begin,
-  # writers_end), a few at a time, each picked from the cells by a mask: exact, and in XLA's
-  # build 103 registers as before, where a one-hot matmul of 64 writers took 121.
-  num_writers, table_rows = r["seg_row"].shape[-1], r["seg_row_begin"].shape[-1] - 1
-  writers_begin = r["seg_row_begin"][n, jnp.minimum(first, table_rows)]
-  writers_end = r["seg_row_begin"][n, jnp.minimum(first + rows, table_rows)]
-  tile_rows = lax.broadcasted_iota(jnp.int32, (_KEY_WRITERS, rows), 1)
-
-  def writer_block(k, carry):
-    writers = writers_begin + k * _KEY_WRITERS + jnp.arange(_KEY_WRITERS, dtype=jnp.int32)
-    valid = writers < writers_end
-    safe = jnp.where(valid, writers, num_writers - 1)
-    at_row = (r["seg_row"][n, safe] - first)[:, None] == tile_rows      # [KW, rows]
-    at_u = r["seg_token"][n, safe][:, None] == cols                      # [KW, C]
-    picked = jnp.where(at_row[:, :, None] & at_u[:, None, :], cells[None, :, :], 0)
-    pltriton.store(r["d_key"].at[n, jnp.where(valid, writers, num_writers)],
-                   jnp.sum(jnp.sum(picked, axis=2), axis=1), mask=valid)
-    return carry
-
-  lax.fori_loop(0, (writers_end - writers_begin + _KEY_WRITERS - 1) // _KEY_WRITERS,
-                writer_block, 0)
+  r["d_cells"][n, pl.ds(first, rows), :] = lax.fori_loop(
+      0, (end - begin + block - 1) // block, entry_block, jnp.zeros((rows, chunk), jnp.float32))
 
 
 __all__ = ["IMPLS", "KernelConfig", "SlotSegments", "chunk_pair_weights", "pair_weights",
