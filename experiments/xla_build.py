@@ -6,7 +6,7 @@ fusions), the PTX, and the optimized HLO.
   python3 -m venv /tmp/gvenv && /tmp/gvenv/bin/pip install "jax[cuda13]==0.10.2" \\
       && /tmp/gvenv/bin/pip install -e .
   /tmp/gvenv/bin/python -m experiments.xla_build --op=topk --binaries_dir=/tmp/xla_topk \\
-      --tiling="candidate_lanes=16;group_chunk=4"
+      --tiling="exact_order=false"
   /path/to/triton-venv/bin/python experiments/triton_ir_stats.py /tmp/xla_topk \\
       --functions=topk_kernel [--live=<CUDA 13's nvdisasm>]
 

@@ -69,8 +69,8 @@ the same float32 values as the XLA twin. A single int64 key (score, id) would ma
 round one plain max, but JAX without 64-bit mode (its default) has no int64 inside a
 kernel.
 
-Registers. The rounds wait on reductions and reloads, so what hides that latency is how
-many programs share a multiprocessor, and registers bound that (65,536 per multiprocessor):
+Registers. The rounds wait on reductions and reloads; more programs sharing a
+multiprocessor could hide that latency, and registers bound them (65,536 per multiprocessor):
 a one-warp program of at most 96 registers per thread runs 21 to a multiprocessor, one of
 119 only 17. XLA builds the exact frontier at S = 512, k = 32 in 119, `exact_order=False`
 in 96 (WORKSPACE.md, issue 12, session 43). A program's peak is where many lanes are live
@@ -78,14 +78,12 @@ at once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] til
 registers per thread at 4 rows and one warp) and the candidates' formation (every part's
 keys, slots and residuals: 88 lanes in parts of 64 and 32 there). In XLA's build of the
 exact frontier, 112 registers are live at once in the formation, against at most 74 in
-any loop (`experiments/triton_ir_stats.py --live`). Two fields cut those
-peaks: `candidate_lanes` (parts of at most that many lanes, each formed as the final
-selection stores it, through `candidate_part` in `_kernel`) and `group_chunk` (the groups'
-bests found that many entries per group at a time). XLA's own build, read without a GPU
-(`experiments/xla_build.py`, session 44), takes the exact frontier at S = 512, k = 32
-from 118 registers to 80 (25 programs per SM) with 32 lanes and chunks of 4, and to 96
-with 16 lanes; it takes fewer registers with 32 lanes than the default at every
-benchmarked shape. The H200's time is not measured yet, so the defaults stay as timed.
+any loop (`experiments/triton_ir_stats.py --live`). Cutting those peaks does not buy
+time: forming each candidate part as it is stored, in parts of 32 lanes, and finding the
+groups' bests 4 entries at a time took XLA's build from 118 registers to 80 (25 programs
+per SM), and the kernel from 0.359 to 0.388 ms on the H200 (session 45; session 38 found
+the same for `exact_order=False` at 80 registers). Those two fields were removed; they
+are in git at 690f010 (`candidate_lanes`, `group_chunk`).
 
 The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
@@ -159,13 +157,6 @@ class KernelConfig(NamedTuple):
   # float32, back to back (WORKSPACE.md, issue 12, session 42): True 0.362-0.366 ms, False
   # 0.327, session 41's check and fallback 0.365-0.376.
   exact_order: bool = True
-  # Register pressure (module docstring, "Registers"). Lanes of candidates formed and stored
-  # at a time by the frontier and the tournament (0: `candidate_parts`' parts whole).
-  candidate_lanes: int = 0
-  # Entries of each group loaded at a time when a half's groups find their best entries
-  # before the first round ("groups"; a power of two): 0, the whole group, one [R, G, g]
-  # tile; c, g / c tiles of [R, G, c] into a running best (1: column by column).
-  group_chunk: int = 0
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -197,7 +188,6 @@ def default_config(sub_keys: int, k: int) -> KernelConfig:
 def check_config(config: KernelConfig) -> None:
   """Raises ValueError naming the first field of `config` the kernel cannot take."""
   check_power_of_two_fields(config, ("block_rows", "num_warps", "group_size"))
-  check_power_of_two_fields(config, ("candidate_lanes", "group_chunk"), allow_zero=True)
   if config.num_warps > 32:
     raise ValueError(f"KernelConfig.num_warps must be at most 32, got {config.num_warps}")
   if config.half_select not in HALF_SELECTS:
@@ -235,19 +225,13 @@ def ordered_key(x: jax.Array) -> jax.Array:
   return (bits ^ (negative & 0x7FFFFFFF)) - negative
 
 
-def candidate_parts(count: int, max_lanes: int = 0) -> tuple[int, ...]:
+def candidate_parts(count: int) -> tuple[int, ...]:
   """Power-of-two lane counts covering `count` candidates, each at least 32 lanes (one
-  part below that): 119 -> (128,), 280 -> (256, 32); with max_lanes (a power of two), parts
-  above it split into parts of max_lanes: 119, 16 -> eight of 16."""
+  part below that): 119 -> (128,), 280 -> (256, 32)."""
   if count <= 32:
-    parts = (next_power_of_two(count),)
-  else:
-    lanes = -(-count // 32) * 32
-    parts = tuple(1 << bit for bit in reversed(range(lanes.bit_length())) if lanes >> bit & 1)
-  if not max_lanes:
-    return parts
-  return tuple(piece for part in parts
-               for piece in ((max_lanes,) * (part // max_lanes) if part > max_lanes else (part,)))
+    return (next_power_of_two(count),)
+  lanes = -(-count // 32) * 32
+  return tuple(1 << bit for bit in reversed(range(lanes.bit_length())) if lanes >> bit & 1)
 
 
 class _Rows(NamedTuple):
@@ -345,7 +329,6 @@ class _Groups(NamedTuple):
   sub_keys: int
   group_size: int
   pick: str
-  chunk: int = 0  # `KernelConfig.group_chunk`
 
   @property
   def size(self) -> int:
@@ -378,28 +361,14 @@ class _Groups(NamedTuple):
     timed. (Finding the group bests on the float scores instead, loaded without masks,
     with keys made of those alone: 15% slower at S = 1,024, k = 64 on the H200 and no faster
     at S = 512, k = 32, though S = 1,024, k = 32 took 0.511 ms against 0.561 in another call:
-    WORKSPACE.md, issue 12, session 37.)
-
-    chunk (`KernelConfig.group_chunk`; 0: the whole group): entries per group loaded and
-    reduced at a time, each chunk's best kept where it beats the running best (strictly, so
-    the first among equal keys stays): [R, G, chunk] live instead of [R, G, g] (module
-    docstring, "Registers")."""
+    WORKSPACE.md, issue 12, session 37.)"""
     group_lanes = self._group_lanes()
-    chunk = min(self.chunk or self.size, self.size)
-    best = best_col = None
-    for first in range(0, self.size, chunk):
-      in_chunk = jnp.arange(first, first + chunk, dtype=jnp.int32)
-      tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
-                   self.offset, group_lanes[:, :, None] * self.size + in_chunk,
-                   self.sub_keys)                                     # [R, G, chunk]
-      chunk_best = jnp.max(tile, axis=2)                               # [R, G]
-      chunk_col = jnp.min(jnp.where(tile == chunk_best[:, :, None], in_chunk, _NO_ID), axis=2)
-      if best is None:
-        best, best_col = chunk_best, chunk_col
-      else:
-        better = chunk_best > best
-        best, best_col = (jnp.where(better, chunk_best, best),
-                          jnp.where(better, chunk_col, best_col))
+    in_group = jnp.arange(self.size, dtype=jnp.int32)
+    tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
+                 self.offset, group_lanes[:, :, None] * self.size + in_group,
+                 self.sub_keys)                                       # [R, G, g]
+    best = jnp.max(tile, axis=2)                                       # [R, G]
+    best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
     return self._with_head(best, group_lanes * self.size + best_col)
 
   def _with_head(self, best, best_col) -> _HalfState:
@@ -431,14 +400,14 @@ class _Groups(NamedTuple):
 
 
 def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int, pick: str,
-                   group_size: int, group_chunk: int):
+                   group_size: int):
   """`_scan_half`'s picks for both halves (offsets 0 and S; a log per half) by a tournament
   over groups of `group_size` consecutive entries (module docstring, step 1, "groups");
   returns each half's `_Groups` and state after the rounds (its head: the pick of round
   `rounds`). One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
   half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
-  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick, group_chunk)
+  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick)
                  for offset in (0, sub_keys))
 
   def round_(r, states):
@@ -565,20 +534,17 @@ class _Picked(NamedTuple):
   missed: jax.Array | None = None
 
 
-def _store_candidates(part_fields, starts, rows: _Rows, candidates_ref, streamed: bool):
+def _store_candidates(part_fields, starts, rows: _Rows, candidates_ref):
   """Stores each candidate part's fields [R, P] (part_fields(i): keys, slots, and for the
   exact frontier residuals' bits) at lanes starts[i] + 0..P-1 of row `field` of
-  candidates_ref [rows, F, T]. streamed (`KernelConfig.candidate_lanes`): each part formed,
-  then stored; else every part formed, then stored field by field (as timed before)."""
+  candidates_ref [rows, F, T]: every part's fields formed, then stored field by field."""
   live = rows.store < candidates_ref.shape[0]
-  parts = range(len(starts))
-  for group in ([[part] for part in parts] if streamed else [list(parts)]):
-    formed = [part_fields(part) for part in group]
-    for field in range(len(formed[0])):
-      for part, fields in zip(group, formed):
-        lanes = int(starts[part]) + jnp.arange(fields[field].shape[1], dtype=jnp.int32)[None, :]
-        pltriton.store(candidates_ref.at[rows.store, field, lanes], fields[field],
-                       mask=jnp.broadcast_to(live, fields[field].shape))
+  formed = [part_fields(part) for part in range(len(starts))]
+  for field in range(len(formed[0])):
+    for start, fields in zip(starts, formed):
+      lanes = int(start) + jnp.arange(fields[field].shape[1], dtype=jnp.int32)[None, :]
+      pltriton.store(candidates_ref.at[rows.store, field, lanes], fields[field],
+                     mask=jnp.broadcast_to(live, fields[field].shape))
 
 
 def _against_tails(tail_head, top, pick_slot, top_residual=None):
@@ -618,8 +584,7 @@ def _pack_ids(slots, low, bits: int):
 
 
 def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
-            sub_keys: int, interpret: bool, tails: tuple = (), streamed: bool = False
-            ) -> _Picked:
+            sub_keys: int, interpret: bool, tails: tuple = ()) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
   (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
@@ -638,7 +603,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
       slots = _pack_ids(slots, lanes, lane_bits)
     return keys, slots
 
-  _store_candidates(fields, starts, rows, candidates_ref, streamed)
+  _store_candidates(fields, starts, rows, candidates_ref)
   platform.triton_barrier(interpret)
   picked = _tournament(rows, candidates_ref, idx_ref, k, tails,
                        id_bits=lane_bits if with_lane else 0, lane_in_id=with_lane)
@@ -756,7 +721,7 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
 
 def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
-                     tails: tuple = (), exact: bool = True, streamed: bool = False) -> None:
+                     tails: tuple = (), exact: bool = True) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
   part from candidate_part, as for `_select`, at lanes from `starts`) come in
   `frontier_layout`'s order:
@@ -791,7 +756,7 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
       slots = _pack_ids(slots, successors, next_bits)
     return (keys, slots) + ((lax.bitcast_convert_type(residuals, jnp.int32),) if exact else ())
 
-  _store_candidates(fields, starts, rows, candidates_ref, streamed)
+  _store_candidates(fields, starts, rows, candidates_ref)
   platform.triton_barrier(interpret)
 
   def load(position):  # (key, id, residual or None) of the entries at `position`
@@ -1212,24 +1177,18 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
 
   logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
   width = 2 * sub_keys
-  # `candidate_lanes`: each part formed as the final selection stores it, so one is live at
-  # a time (module docstring, "Registers"); else every part's picks loaded after the halves'
-  # rounds and every part formed before any is stored, the order timed until session 43.
-  streamed = bool(config.candidate_lanes)
 
-  def picks_of_parts(parts_now):  # per part, (first, second) [R, P]: its ranks' picks
+  def picks_of_parts():  # per part, (first, second) [R, P]: its ranks' picks
     by_half = []
     for log, ranks in zip(logs, (first_rank, second_rank)):
-      if not streamed:  # as timed: a barrier before each half's loads
-        platform.triton_barrier(interpret)
-      by_half.append([_picks_by_rank(log, rows, ranks[part]) for part in parts_now])
+      platform.triton_barrier(interpret)  # the half's pick log, before its loads
+      by_half.append([_picks_by_rank(log, rows, ranks[part]) for part in range(len(parts))])
     return list(zip(*by_half))
 
   tails = ()
   if config.half_select == "groups":
     halves, states = _groups_halves(scores_ref, rows, logs, sub_keys=sub_keys, rounds=ranked,
-                                    pick=config.pick, group_size=config.group_size,
-                                    group_chunk=config.group_chunk)
+                                    pick=config.pick, group_size=config.group_size)
   elif config.half_select == "threshold":
     _threshold_halves(scores_ref, rows, logs, work["work"], sub_keys=sub_keys,
                       rounds=per_half, interpret=interpret)
@@ -1237,12 +1196,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     for offset, log in zip((0, sub_keys), logs):
       _scan_half(scores_ref, rows, offset, log, sub_keys=sub_keys, rounds=per_half,
                  pick=config.pick)
-  if streamed:
-    platform.triton_barrier(interpret)  # the pick logs, before any part's picks load
-  loaded_picks = None if streamed else picks_of_parts(range(len(parts)))
-
-  def part_picks(part):  # (first, second) of a part: loaded already, or now as it is formed
-    return picks_of_parts([part])[0] if loaded_picks is None else loaded_picks[part]
+  loaded_picks = picks_of_parts()
 
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
@@ -1252,7 +1206,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   def candidate_part(part):
     """(keys, slots, residuals or None) [R, P] of candidate part `part` (module docstring,
     step 2)."""
-    first, second = part_picks(part)
+    first, second = loaded_picks[part]
     rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
     second_scores = _load_scores(scores_ref, rows, sub_keys + second, width)
@@ -1263,21 +1217,19 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                  if exact_frontier else None)
     return keys, slots, residuals
 
-  if not streamed or config.final_select == "threshold":
-    formed = [candidate_part(part) for part in range(len(parts))]
-    candidate_part = formed.__getitem__
+  formed = [candidate_part(part) for part in range(len(parts))]
   if config.final_select == "threshold":
     keys, slots, _ = zip(*formed)
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
-    picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"],
-                              idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), interpret, tails, exact_frontier,
-                              streamed)
+    picked = _select_frontier(formed.__getitem__, starts, rows, ranks_ref,
+                              work["candidates"], idx_ref, k, sub_keys,
+                              frontier_layout(k, ranked).ranks.shape[1],
+                              next_power_of_two(ranked), interpret, tails, exact_frontier)
   else:
-    picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
-                     interpret, tails, streamed)
+    picked = _select(formed.__getitem__, starts, rows, work["candidates"], idx_ref, k,
+                     sub_keys, interpret, tails)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
     lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),
@@ -1306,7 +1258,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
     layout = frontier_layout(k, ranked)
     pair_ranks = layout.ranks
     # the stopper after the entries
-    parts = candidate_parts(pair_ranks.shape[1] + 1, config.candidate_lanes)
+    parts = candidate_parts(pair_ranks.shape[1] + 1)
     # Rows 2 and 3: each entry's successor in its lane and the lanes' first positions.
     ranks = np.full((4, sum(parts)), -1, np.int32)
     ranks[2] = len(layout.nexts)  # the stopper and the padding after it lead to the stopper
@@ -1315,8 +1267,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   else:
     pairs = candidate_pairs(k, per_half)
     pair_ranks = pairs[(pairs < ranked).all(axis=1)].T  # the rest: the tails (`_Tail`)
-    lanes = config.candidate_lanes if config.final_select == "tournament" else 0
-    parts = candidate_parts(pair_ranks.shape[1], lanes)
+    parts = candidate_parts(pair_ranks.shape[1])
     ranks = np.full((2, sum(parts)), -1, np.int32)
   ranks[:2, :pair_ranks.shape[1]] = pair_ranks
   memory = _working_memory(num_rows, k, per_half, parts, config)

@@ -27,9 +27,7 @@ COMPILED_ON_GPU = ("xla", "pallas")
 # the third was the default in session 35, lazy tails are the default since session 36, the
 # frontier final selection since session 40. After the threshold forms: the default, its
 # tiling where k >= 64, the tournament (the default of sessions 17-39), the default without
-# the exact-order check (session 41), and the default's fields with fewer registers
-# (`candidate_lanes`, `group_chunk`; session 43: 16 lanes; session 44: 32, which XLA builds
-# in fewer registers at four of the five benchmarked shapes).
+# the exact-order check (session 41).
 GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=4, num_warps=2, pick="argmax", lazy_tail=False),
     topk_pallas.KernelConfig(half_select="groups", group_size=16, block_rows=8, pick="max_min",
@@ -45,8 +43,6 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=2),
     topk_pallas.KernelConfig(final_select="tournament"),
     topk_pallas.KernelConfig(exact_order=False),
-    topk_pallas.KernelConfig(candidate_lanes=16, group_chunk=4),
-    topk_pallas.KernelConfig(candidate_lanes=32, group_chunk=4),
 ]
 
 
@@ -172,11 +168,10 @@ CONFIGS = [
     topk_pallas.KernelConfig(half_select="groups", group_size=64, block_rows=8, num_warps=2,
                              final_select="tournament"),
     # Lazy tails (the default): one row and several; groups of 4, far fewer than a half's
-    # ranks, so many tail rounds. Candidates formed in parts of 16 and 32 lanes, groups'
-    # bests found 4 entries and 1 entry at a time (fewer registers).
-    topk_pallas.KernelConfig(block_rows=1, candidate_lanes=16, group_chunk=4),
+    # ranks, so many tail rounds.
+    topk_pallas.KernelConfig(block_rows=1),
     topk_pallas.KernelConfig(group_size=4, block_rows=4, pick="max_min",
-                             final_select="tournament", candidate_lanes=32, group_chunk=1),
+                             final_select="tournament"),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
     topk_pallas.KernelConfig(exact_order=False, block_rows=2),
@@ -427,8 +422,7 @@ def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
 @pytest.mark.parametrize("field,value", [("block_rows", 3), ("num_warps", 0),
                                          ("num_warps", 64), ("group_size", 24),
                                          ("half_select", "sort"), ("pick", "argmin"),
-                                         ("final_select", "sort"), ("candidate_lanes", 24),
-                                         ("candidate_lanes", -16), ("group_chunk", 3)])
+                                         ("final_select", "sort")])
 def test_kernel_config_is_checked(field, value):
   with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
     topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
@@ -472,9 +466,6 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
   assert topk_pallas.candidate_parts(280) == (256, 32)
   assert topk_pallas.candidate_parts(645) == (512, 128, 32)
   assert topk_pallas.candidate_parts(12) == (16,)
-  assert topk_pallas.candidate_parts(120, 16) == (16,) * 8  # `KernelConfig.candidate_lanes`
-  assert topk_pallas.candidate_parts(281, 128) == (128, 128, 32)
-  assert topk_pallas.candidate_parts(12, 32) == (16,)
 
 
 @pytest.mark.tpu
