@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 
 class EntryLayout(NamedTuple):
@@ -63,21 +64,42 @@ def tile_starts(sorted_rows, rows, row_tile):
   entries of nondecreasing rows `sorted_rows` [E] in [-1, rows] (-1: before every tile,
   `rows`: after the last); with row_tile 1, of each row.
 
-  Tile t starts after the entries of row < t * row_tile: a histogram of the entries' tiles
-  and its running sum. (Counting, not `jnp.searchsorted`: on a GPU its default method is a
-  while loop of small kernels, about 0.4 ms of the SDM layer's step in the H200 profile.)"""
+  Tile t starts at the first entry of row >= t * row_tile. Each run of entries in one
+  tile sets its tile's start from its first entry (one write per tile, no two to the same
+  place), and a reverse running minimum gives the tiles no entry has the start of the next.
+  (Not `jnp.searchsorted`: on a GPU its default method is a while loop of small kernels,
+  about 0.4 ms of the SDM layer's step in the H200 profile. Nor a histogram of the tiles'
+  entries: with row tiles of 64 every entry of a chunk adds into one of 19 counters at
+  `sdm_small`'s shapes, 55 us a launch of contended atomics in the pair weights' backward
+  on the H200, session 45.)"""
   tiles = rows // row_tile
   bins = sorted_rows.astype(jnp.int32) // row_tile + 1  # -1 -> bin 0, `rows` -> tiles + 1
-  counts = jnp.zeros((tiles + 2,), jnp.int32).at[bins].add(1)
-  return jnp.cumsum(counts)[:tiles + 1].astype(jnp.int32)
+  entry = jnp.arange(bins.shape[-1], dtype=jnp.int32)
+  # The first entry of each bin writes its start; every other entry a place of its own
+  # past the end, dropped: the indices are distinct, so the scatter needs no atomics.
+  at = jnp.where(segment_starts(bins), bins, tiles + 2 + entry)
+  starts = jnp.full((tiles + 2,), bins.shape[-1], jnp.int32).at[at].set(
+      entry, mode="drop", unique_indices=True)
+  # starts[b]: the first entry of bin >= b; tile t starts after every entry of bin <= t.
+  return lax.cummin(starts, axis=0, reverse=True)[1:]
 
 
-def depth_order(row_begin: jax.Array) -> jax.Array:
-  """[..., rows] the rows of a layout (row_begin [..., rows + 1]) by segment length,
-  longest first, ties by row: cut into tiles in this order, the deep segments share a few
-  tiles and most tiles' loops are short (`scan_pallas.KernelConfig.row_order`)."""
+def depth_order(row_begin: jax.Array, max_length: int) -> jax.Array:
+  """[..., rows] the rows of a layout (row_begin [..., rows + 1], no segment longer than
+  max_length) by segment length, longest first, ties by row: cut into tiles in this order,
+  the deep segments share a few tiles and most tiles' loops are short
+  (`scan_pallas.KernelConfig.row_order`).
+
+  One int32 key per row, (max_length - length) * rows + row, distinct, so an unstable sort
+  of the keys alone gives the order (a stable argsort sorts the lengths with the rows'
+  indices beside them: two operands); the argsort where the key would not fit."""
+  rows = row_begin.shape[-1] - 1
   lengths = row_begin[..., 1:] - row_begin[..., :-1]
-  return jnp.argsort(-lengths, axis=-1, stable=True).astype(jnp.int32)
+  if (max_length + 1) * rows > jnp.iinfo(jnp.int32).max:
+    return jnp.argsort(-lengths, axis=-1, stable=True).astype(jnp.int32)
+  row = jnp.arange(rows, dtype=jnp.int32)
+  keys = (max_length - lengths.astype(jnp.int32)) * rows + row
+  return lax.sort(keys, dimension=keys.ndim - 1, is_stable=False) % rows
 
 
 class RowTiles(NamedTuple):
@@ -97,7 +119,8 @@ def row_tiles(entries: EntryLayout, row_order: str) -> RowTiles:
   """The rows of `entries` in row order "slot" (as they are) or "depth" (`depth_order`)."""
   if row_order not in ROW_ORDERS:
     raise ValueError(f"row_order must be one of {ROW_ORDERS}, got {row_order!r}")
-  rows = depth_order(entries.row_begin) if row_order == "depth" else None
+  rows = (depth_order(entries.row_begin, entries.order.shape[-1]) if row_order == "depth"
+          else None)
   return RowTiles(rows=rows, slot=in_tile_order(entries.row_slot, rows),
                   begin=in_tile_order(entries.row_begin[..., :-1], rows),
                   end=in_tile_order(entries.row_begin[..., 1:], rows))

@@ -93,11 +93,12 @@ def test_segment_starts_mark_the_first_entry_of_each_run():
   np.testing.assert_array_equal(np.asarray(starts), [1, 0, 1, 1, 0, 0, 1])
 
 
-def test_depth_order_puts_long_segments_first_and_keeps_row_order_among_equals():
+@pytest.mark.parametrize("max_length", [4, 2**27])  # one sort key; the argsort's fallback
+def test_depth_order_puts_long_segments_first_and_keeps_row_order_among_equals(max_length):
   rng = np.random.default_rng(3)
   lengths = rng.integers(0, 5, (3, 24))
   row_begin = np.concatenate([np.zeros((3, 1), int), np.cumsum(lengths, axis=1)], axis=1)
-  order = np.asarray(layout.depth_order(jnp.asarray(row_begin, jnp.int32)))
+  order = np.asarray(layout.depth_order(jnp.asarray(row_begin, jnp.int32), max_length))
   assert order.dtype == np.int32
   for rows, row_lengths in zip(order, lengths):
     assert sorted(rows) == list(range(24))  # a permutation of the rows
