@@ -92,7 +92,8 @@ def depth_order(row_begin: jax.Array, max_length: int) -> jax.Array:
 
   One int32 key per row, (max_length - length) * rows + row, distinct, so an unstable sort
   of the keys alone gives the order (a stable argsort sorts the lengths with the rows'
-  indices beside them: two operands); the argsort where the key would not fit."""
+  indices beside them: two operands, 0.083 ms a sort at `sdm_small`'s shapes on the H200
+  against 0.043, session 45); the argsort where the key would not fit."""
   rows = row_begin.shape[-1] - 1
   lengths = row_begin[..., 1:] - row_begin[..., :-1]
   if (max_length + 1) * rows > jnp.iinfo(jnp.int32).max:
