@@ -1,3 +1,5 @@
+# Not run: session 45 timed L32 instead (session45a.sh) and removed candidate_lanes and
+# group_chunk (5d1eda8); this script needs a tree before that (690f010).
 # Session 44, call a (issue 12), for the next device session: the top-k's register fields
 # timed at S = 512, k = 32. XLA's own build, read without a GPU (`experiments.xla_build`,
 # JAX 0.10.2's XLA; it gave 118 / 96 registers where the H200's gave 119 / 96), holds the

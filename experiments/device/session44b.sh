@@ -1,3 +1,5 @@
+# Not run: session 45 timed L32 instead (session45a.sh) and removed candidate_lanes and
+# group_chunk (5d1eda8); this script needs a tree before that (690f010).
 # Session 44, call b (issue 12), for the next device session: the register fields at the
 # other benchmarked shapes (65,536 rows), against the default. XLA's build here (registers,
 # programs per SM): S = 256, k = 32: default 94 (21), L16 72 (28), L32 72 (28); S = 1,024,
