@@ -1,3 +1,4 @@
+# Ran in session 45 (call 45a); its L32 steps need a tree from before 5d1eda8 (690f010).
 # Session 45, call a (issues 11 and 12). Session 45's first call (44c) found sdm_small's step
 # at 51.3 ms against session 43's 44.3: the pair weights' backward kernel with dk stored per
 # writer (8a0cf0d) took 4.4 + 4.2 ms per step where it took about 0.23 ms a launch before.
