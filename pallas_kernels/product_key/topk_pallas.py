@@ -583,10 +583,10 @@ def _pack_ids(slots, low, bits: int):
   return jnp.where(slots == _NO_ID, _NO_ID, jnp.left_shift(slots, bits) | low)
 
 
-def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
+def _select(candidates, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
             sub_keys: int, interpret: bool, tails: tuple = ()) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
-  (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
+  (candidates[i]: keys [R, P], slots [R, P] and residuals, unused here, of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
   stored to candidates_ref [rows, 2, T] for `_tournament`. Where slot and lane fit in 31
   bits together, a candidate's slot is stored as slot << lane_bits | lane, so the round's
@@ -597,7 +597,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
   with_lane = _packs_into_ids(sub_keys, lane_bits)
 
   def fields(part):
-    keys, slots, _ = candidate_part(part)
+    keys, slots, _ = candidates[part]
     if with_lane:
       lanes = int(starts[part]) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :]
       slots = _pack_ids(slots, lanes, lane_bits)
@@ -719,11 +719,11 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
   return FrontierLayout(ranks, nexts, lane_starts)
 
 
-def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
+def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
                      tails: tuple = (), exact: bool = True) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
-  part from candidate_part, as for `_select`, at lanes from `starts`) come in
+  part, as for `_select`, at lanes from `starts`) come in
   `frontier_layout`'s order:
   ranks_ref[2] holds each one's successor in its lane and ranks_ref[3, :lanes] the lanes'
   first positions; `stopper` is the first position past them (a taken entry).
@@ -750,7 +750,7 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
   packed = _packs_into_ids(sub_keys, next_bits)
 
   def fields(part):
-    keys, slots, residuals = candidate_part(part)
+    keys, slots, residuals = candidates[part]
     if packed:
       successors = ranks_ref[2, pl.ds(int(starts[part]), slots.shape[1])][None, :]  # [1, P]
       slots = _pack_ids(slots, successors, next_bits)
@@ -1223,13 +1223,12 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
-    picked = _select_frontier(formed.__getitem__, starts, rows, ranks_ref,
-                              work["candidates"], idx_ref, k, sub_keys,
-                              frontier_layout(k, ranked).ranks.shape[1],
+    picked = _select_frontier(formed, starts, rows, ranks_ref, work["candidates"], idx_ref,
+                              k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
                               next_power_of_two(ranked), interpret, tails, exact_frontier)
   else:
-    picked = _select(formed.__getitem__, starts, rows, work["candidates"], idx_ref, k,
-                     sub_keys, interpret, tails)
+    picked = _select(formed, starts, rows, work["candidates"], idx_ref, k, sub_keys,
+                     interpret, tails)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
     lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),

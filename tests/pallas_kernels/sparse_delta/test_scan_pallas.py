@@ -27,7 +27,6 @@ interpret_on_cpu = pytest.mark.skipif(
     jax.default_backend() == "gpu", reason="interpret-mode semantics tests run on CPU")
 
 
-
 @pytest.fixture(autouse=True)
 def _poisoned_buffers(monkeypatch):
   """Every test here also checks that the kernels write each buffer they must."""
