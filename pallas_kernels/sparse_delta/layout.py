@@ -49,6 +49,16 @@ def pad_entries(x: jax.Array, width: int, fill) -> jax.Array:
   return jnp.concatenate([x, jnp.full((*x.shape[:-1], pad), fill, x.dtype)], axis=-1)
 
 
+def permuted(values: jax.Array, order: jax.Array) -> jax.Array:
+  """values [..., E] at order [..., E], a permutation of the last axis per leading index
+  (as `jnp.take_along_axis`). Declared a permutation (`unique_indices`), so the gather's
+  transpose is a plain scatter rather than an atomic scatter-add."""
+  one = lambda x, o: x.at[o].get(unique_indices=True)  # noqa: E731
+  for _ in range(order.ndim - 1):
+    one = jax.vmap(one)
+  return one(values, order)
+
+
 def segment_starts(sorted_values: jax.Array) -> jax.Array:
   """[E] bool: True at each entry of sorted_values [E] that starts a run of equal values."""
   return jnp.concatenate([jnp.ones((1,), bool), sorted_values[1:] != sorted_values[:-1]])

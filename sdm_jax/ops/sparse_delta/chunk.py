@@ -172,15 +172,17 @@ def _entry_logs(log_decay, write_order, entry_ids: _EntryIds):
   chunk, num_writes = log_decay.shape
   rows, begin = entry_ids.write_rows, entry_ids.row_begin
   num_entries = rows.shape[0]
-  steps = log_decay.reshape(-1)[write_order]
+  # write_order is a permutation: declared so, the gather's transpose and the scatters'
+  # derivatives are plain scatters and gathers, with no atomic adds.
+  steps = log_decay.reshape(-1).at[write_order].get(unique_indices=True)
   cum_log = _segment_cumsum(steps, begin[rows], chunk)
   # The slot's steps after each write: a suffix sum (reversed scan) of the next entry's step.
   same_as_next = jnp.concatenate([rows[1:] == rows[:-1], jnp.zeros((1,), bool)])
   next_step = jnp.where(same_as_next, jnp.concatenate([steps[1:], steps[:1]]), 0)
   reversed_start = (num_entries - begin[rows + 1])[::-1]
   later = _segment_cumsum(next_step[::-1], reversed_start, chunk)[::-1]
-  token_major = lambda x: jnp.zeros_like(x).at[write_order].set(x).reshape(  # noqa: E731
-      chunk, num_writes)
+  token_major = lambda x: jnp.zeros_like(x).at[write_order].set(  # noqa: E731
+      x, unique_indices=True).reshape(chunk, num_writes)
   writer = entry_ids.read_writer
   read_log = jnp.where(writer >= 0, cum_log[jnp.maximum(writer, 0)], 0)
   last = begin[1:-1] - 1  # of each row's segment, U rows
@@ -249,7 +251,7 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   segments = pair_weights.SlotSegments(
       begin=entry_ids.row_begin, row=entry_ids.write_rows,
       token=ids.write_order // num_writes,
-      key=jnp.take_along_axis(flat(write_w), ids.write_order, axis=-1), cum_log=cum_log)
+      key=layout.permuted(flat(write_w), ids.write_order), cum_log=cum_log)
   pair = functools.partial(pair_weights.pair_weights, segments=segments, impl=pair_impl)
   qk = pair(ids.read_pos, read_w, read_log, order=ids.read_order, strict=False)
   attn = None

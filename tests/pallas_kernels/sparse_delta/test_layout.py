@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -134,3 +135,17 @@ def test_row_tiles_reject_an_unknown_row_order():
                                num_slots=4, width=2, row_tile=4)
   with pytest.raises(ValueError, match="row_order"):
     layout.row_tiles(entries, "random")
+
+
+def test_permuted_matches_take_along_axis_and_its_gradient():
+  rng = np.random.default_rng(5)
+  values = jnp.asarray(rng.normal(size=(3, 2, 16)), jnp.float32)
+  order = jnp.asarray(np.stack([np.stack([rng.permutation(16) for _ in range(2)])
+                                for _ in range(3)]), jnp.int32)
+  weights = jnp.asarray(rng.normal(size=(3, 2, 16)), jnp.float32)
+  np.testing.assert_array_equal(layout.permuted(values, order),
+                                jnp.take_along_axis(values, order, axis=-1))
+  grad = lambda f: jax.grad(lambda x: jnp.sum(weights * f(x)))(values)  # noqa: E731
+  np.testing.assert_array_equal(
+      grad(lambda x: layout.permuted(x, order)),
+      grad(lambda x: jnp.take_along_axis(x, order, axis=-1)))
