@@ -1,3 +1,5 @@
+# Not run: session 46 ran call 46b instead (experiments/device/session46b.sh: the same pairs
+# plus the stagger branch).
 # Session 46, call a (issue 11), for the next device session: branch unique-perms (phase 1's
 # gathers and scatters by write_order declared permutations, `layout.permuted`) against
 # main (devrun/m46 = `git archive main pallas_kernels sdm_jax maglev_jax experiments
