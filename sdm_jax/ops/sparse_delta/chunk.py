@@ -172,9 +172,9 @@ def _entry_logs(log_decay, write_order, entry_ids: _EntryIds):
   chunk, num_writes = log_decay.shape
   rows, begin = entry_ids.write_rows, entry_ids.row_begin
   num_entries = rows.shape[0]
-  # write_order is a permutation: declared so, the gather's transpose and the scatters'
-  # derivatives are plain scatters and gathers, with no atomic adds.
-  steps = log_decay.reshape(-1).at[write_order].get(unique_indices=True)
+  # write_order is a permutation: declared so (here and in `token_major`), the gather's
+  # transpose and the scatters' derivatives are plain scatters and gathers, no atomic adds.
+  steps = layout.permuted(log_decay.reshape(-1), write_order)
   cum_log = _segment_cumsum(steps, begin[rows], chunk)
   # The slot's steps after each write: a suffix sum (reversed scan) of the next entry's step.
   same_as_next = jnp.concatenate([rows[1:] == rows[:-1], jnp.zeros((1,), bool)])
