@@ -1,6 +1,6 @@
 # Not run in session 47 (loans paused); ready: DEADLINE=590, carry .whl and devrun/m47, f47,
-# e47, p47. Calls 47c and 47b in one call (one machine start instead of two), run from
-# main's checkout. Copies, each `git archive <tree> pallas_kernels sdm_jax maglev_jax
+# e47, p47. Session 47's three untimed branches against main in one call, run from main's
+# checkout. Copies, each `git archive <tree> pallas_kernels sdm_jax maglev_jax
 # experiments pyproject.toml tests | tar -x -C devrun/<name>`:
 #   m47: 8896f39 (main's kernels); f47: branch fold-sign (d_r0's sign on the scalars,
 #   fused multiply-adds); e47: branch empty-tiles (row tiles past the chunk's slots
