@@ -1,0 +1,20 @@
+# Session 48's second call (not run: loans paused). DEADLINE=590, carry .whl and devrun/m47,
+# g48w2, g48w1, run from main's checkout. The gather kernels on fewer warps (branch
+# gather-warps, `KernelConfig.gather_warps`): g48w2 and g48w1 are `git archive gather-warps
+# pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests | tar -x -C
+# devrun/<name>` with the field's default edited to 2 and 1 (`sed -i 's/^  gather_warps:
+# int | None = None$/  gather_warps: int | None = 2/'` on
+# pallas_kernels/sparse_delta/scan_pallas.py); m47 is main's kernels (script 48a).
+# First the branch's compiled cases of the gather warps, then `sdm_small`'s step, one
+# process each, alternating.
+source experiments/device/common.sh
+step tests_g48 90 devrun/g48w2 python -m pytest -q -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k gather_warps
+STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
+for round in a b c; do
+  for tree in g48w2 m47 g48w1; do
+    step "s_${tree}_$round" 75 "devrun/$tree" $STEP
+  done
+done
+grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
+cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
+echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
