@@ -1,0 +1,18 @@
+# Session 48's third call (not run: loans paused). DEADLINE=590, carry .whl and devrun/a48,
+# r48, run from main's checkout. The union backward holding fewer registers (branch
+# reload-rows, on top of all-cuts: its segment loops load the tile's table rows again at
+# each step; XLA's build 72 registers and 7 programs per SM against 80 and 6) against
+# all-cuts. Copies: `git archive <all-cuts | reload-rows> pallas_kernels sdm_jax maglev_jax
+# experiments pyproject.toml tests | tar -x -C devrun/<a48 | r48>`. First r48's compiled
+# phase-2 tests, then `sdm_small`'s step, one process each, alternating.
+source experiments/device/common.sh
+step tests_r48 110 devrun/r48 python -m pytest -q -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py
+STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
+for round in a b c d; do
+  for tree in r48 a48; do
+    step "s_${tree}_$round" 75 "devrun/$tree" $STEP
+  done
+done
+grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
+cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
+echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
