@@ -39,6 +39,8 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(half_select="scan", block_rows=8, num_warps=2, pick="max_min"),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1),
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", num_warps=2),
+    # the groups halves with the threshold final selection: a decode tiling (script 48d)
+    topk_pallas.KernelConfig(final_select="threshold", block_rows=1, num_warps=4),
     topk_pallas.KernelConfig(),
     topk_pallas.KernelConfig(block_rows=2),
     topk_pallas.KernelConfig(final_select="tournament"),
