@@ -9,7 +9,7 @@
 # First the compiled tests of a48 (they cover fold-sign's and empty-tiles' kernels), then
 # `sdm_small`'s step, one process each, alternating; the deadline cuts round b's tail.
 source experiments/device/common.sh
-step tests_a48 110 devrun/a48 python -m pytest -q -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py tests/pallas_kernels/test_platform.py
+step tests_a48 110 devrun/a48 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py tests/pallas_kernels/test_platform.py
 STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
 for round in a b; do
   for tree in a48 m47 f47 e47 p47; do

@@ -8,7 +8,7 @@
 # First the branch's compiled cases of the gather warps, then `sdm_small`'s step, one
 # process each, alternating.
 source experiments/device/common.sh
-step tests_g48 90 devrun/g48w2 python -m pytest -q -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k gather_warps
+step tests_g48 90 devrun/g48w2 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 2 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k gather_warps
 STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
 for round in a b c; do
   for tree in g48w2 m47 g48w1; do

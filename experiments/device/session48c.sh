@@ -8,7 +8,7 @@
 # a48c32 is a48 with `sdm_chunk_size=32` in experiments/configs/sdm_small.py. First r48's
 # compiled phase-2 tests, then `sdm_small`'s step, one process each, alternating.
 source experiments/device/common.sh
-step tests_r48 110 devrun/r48 python -m pytest -q -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py
+step tests_r48 110 devrun/r48 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py
 STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
 for round in a b c; do
   for tree in r48 a48 a48c32; do

@@ -15,6 +15,6 @@ T1="block_rows=1;num_warps=1;final_select=threshold"
 F2="block_rows=1;num_warps=2"
 step t_a 120 . $TOPK "--tilings=default,$A,$T4,$T2,$T1,$F2"
 step t_b 120 . $TOPK "--tilings=$F2,$T1,$T2,$T4,$A,default"
-step t_tests 50 . python -m pytest -q -m gpu tests/pallas_kernels/product_key/test_topk.py -k "compiled and threshold"
+step t_tests 70 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 3 -m gpu tests/pallas_kernels/product_key/test_topk.py -k "compiled_kernel_configs and num_warps-4_final_select-threshold"
 cat "$OUT"/t_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
