@@ -1,5 +1,5 @@
 # Run here (not on the device), from the repository root: makes the devrun/ copies that
-# calls 48a-48c carry, from the branches and commit they name (about 28 MB in all).
+# calls 48a-48d carry, from the branches and commit they name (about 28 MB in all).
 set -eu
 archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
   rm -rf "devrun/$1" && mkdir -p "devrun/$1"
@@ -12,6 +12,7 @@ archive e47 empty-tiles
 archive p47 entry-perms
 archive a48 all-cuts
 archive r48 reload-rows
+archive d48 dense-registers
 archive a48c32 all-cuts
 sed -i 's/sdm_chunk_size=16)/sdm_chunk_size=32)/' devrun/a48c32/experiments/configs/sdm_small.py
 for warps in 2 1; do
@@ -23,4 +24,5 @@ done
 grep -q "sdm_chunk_size=32)" devrun/a48c32/experiments/configs/sdm_small.py
 grep -q "gather_warps: int | None = 2$" devrun/g48w2/pallas_kernels/sparse_delta/scan_pallas.py
 grep -q "gather_warps: int | None = 1$" devrun/g48w1/pallas_kernels/sparse_delta/scan_pallas.py
-du -sh devrun/m47 devrun/f47 devrun/e47 devrun/p47 devrun/a48 devrun/r48 devrun/a48c32 devrun/g48w2 devrun/g48w1
+du -sh devrun/m47 devrun/f47 devrun/e47 devrun/p47 devrun/a48 devrun/r48 devrun/d48 devrun/a48c32 \
+  devrun/g48w2 devrun/g48w1
