@@ -19,6 +19,20 @@ step() {
   local rc=$?; LAST_RC=$rc
   { echo "== $name rc=$rc $(( $(date +%s) - t0 )) s (limit $limit)"; tail -n 3 "$OUT/$name.log"; } >> "$OUT/calls.log"
 }
+# step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
+# each, alternating, once per name in ROUNDS ("a b c"); then each run's back-to-back figure
+# to calls.log and the runs' logs into steps.log (a call returns at most 8 files).
+step_rounds() {
+  local rounds=$1 round tree; shift
+  for round in $rounds; do
+    for tree in "$@"; do
+      step "s_${tree}_$round" 75 "devrun/$tree" \
+        python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
+    done
+  done
+  grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
+  cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
+}
 # copy NAME PYEDIT [FILE]: a copy of the tree under devrun/NAME with PYEDIT (python, acting on
 # `s`, the text of FILE, by default pallas_kernels/sparse_delta/scan_pallas.py) applied; fails
 # loudly if unchanged.

@@ -10,12 +10,5 @@
 # `sdm_small`'s step, one process each, alternating; the deadline cuts round b's tail.
 source experiments/device/common.sh
 step tests_a48 110 devrun/a48 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py tests/pallas_kernels/test_platform.py
-STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
-for round in a b; do
-  for tree in a48 m47 f47 e47 p47; do
-    step "s_${tree}_$round" 75 "devrun/$tree" $STEP
-  done
-done
-grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
-cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
+step_rounds "a b" a48 m47 f47 e47 p47
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

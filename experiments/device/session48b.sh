@@ -9,12 +9,5 @@
 # process each, alternating.
 source experiments/device/common.sh
 step tests_g48 90 devrun/g48w2 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 2 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k gather_warps
-STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
-for round in a b c; do
-  for tree in g48w2 m47 g48w1; do
-    step "s_${tree}_$round" 75 "devrun/$tree" $STEP
-  done
-done
-grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
-cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
+step_rounds "a b c" g48w2 m47 g48w1
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

@@ -23,12 +23,5 @@ step t_b 120 . $TOPK "--tilings=$F2,$T1,$T2,$T4,$A,default"
 step t_tests 70 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 3 -m gpu tests/pallas_kernels/product_key/test_topk.py -k "compiled_kernel_configs and num_warps-4_final_select-threshold"
 cat "$OUT"/t_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log
 step tests_d48 110 devrun/d48 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py
-STEP="python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10"
-for round in a b; do
-  for tree in d48 m47; do
-    step "s_${tree}_$round" 75 "devrun/$tree" $STEP
-  done
-done
-grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
-cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
+step_rounds "a b" d48 m47
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
