@@ -21,7 +21,7 @@ step() {
 }
 # step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
 # each, alternating, once per name in ROUNDS ("a b c"); then each run's back-to-back figure
-# to calls.log and the runs' logs into steps.log (a call returns at most 8 files).
+# to calls.log and the runs' logs appended to steps.log (a call returns at most 8 files).
 step_rounds() {
   local rounds=$1 round tree; shift
   for round in $rounds; do
@@ -31,7 +31,7 @@ step_rounds() {
     done
   done
   grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
-  cat "$OUT"/s_*.log > "$OUT/steps.log"; rm -f "$OUT"/s_*.log
+  cat "$OUT"/s_*.log >> "$OUT/steps.log"; rm -f "$OUT"/s_*.log
 }
 # copy NAME PYEDIT [FILE]: a copy of the tree under devrun/NAME with PYEDIT (python, acting on
 # `s`, the text of FILE, by default pallas_kernels/sparse_delta/scan_pallas.py) applied; fails

@@ -1,0 +1,31 @@
+# Run here (not on the device), from the repository root: makes devrun/, the copies that
+# calls 49a and 49b carry as one path (`carry=[".whl", "devrun"]`, about 40 MB; the carry
+# limit is 8 paths, so the copies travel in one folder). Each copy is a tree's code and
+# tests; some have one default edited. Old copies are removed: each is remade from its
+# commit or branch.
+set -eu
+rm -rf devrun
+archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
+  mkdir -p "devrun/$1"
+  git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
+    | tar -x -C "devrun/$1"
+}
+gather_warps() {  # gather_warps NAME N: the copy's KernelConfig.gather_warps default = N
+  sed -i "s/^  gather_warps: int | None = None$/  gather_warps: int | None = $2/" \
+    "devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"
+  grep -q "gather_warps: int | None = $2$" "devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"
+}
+archive m49 main          # main's kernels (the same as 8896f39, timed in call 47a)
+archive a48 all-cuts      # fold-sign + empty-tiles + entry-perms
+archive f47 fold-sign
+archive e47 empty-tiles
+archive p47 entry-perms
+archive r48 reload-rows   # on all-cuts
+archive d48 dense-registers
+archive a48c32 all-cuts
+sed -i 's/sdm_chunk_size=16)/sdm_chunk_size=32)/' devrun/a48c32/experiments/configs/sdm_small.py
+grep -q "sdm_chunk_size=32)" devrun/a48c32/experiments/configs/sdm_small.py
+for warps in 2 1; do archive "g48w$warps" gather-warps; gather_warps "g48w$warps" "$warps"; done
+archive s49w2 stack       # all-cuts + gather-warps + dense-registers, merged
+gather_warps s49w2 2
+du -sh devrun .whl
