@@ -2,6 +2,7 @@
 # DEADLINE=590, carry .whl and devrun (session49_copies.sh), run from main's checkout.
 # TREES (default below) names the copies to time again, one round, in that order: pick
 # them from call 49a's figures (f47 e47 p47 attribute all-cuts if it does not win whole).
+# PROFILE names the tree whose step is profiled last (default s49w2).
 # Issue 12 first: the one shape where the kernel loses to the XLA path (8 rows, S = 1,024,
 # k = 64: 0.0550 ms at best against 0.0497, session 42e) with the tilings not yet tried
 # there: the groups halves with the threshold final selection (no lazy tails, so both
@@ -22,4 +23,11 @@ step t_b 120 . $TOPK "--tilings=$F2,$T1,$T2,$T4,$A,default"
 step t_tests 70 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 3 -m gpu tests/pallas_kernels/product_key/test_topk.py -k "compiled_kernel_configs and num_warps-4_final_select-threshold"
 cat "$OUT"/t_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log
 step_rounds b $TREES
+# Last, if time is left: the step's per-op profile at PROFILE's tree (default the stack)
+# with its HLO beside it (the last one is call 44c's, 13 changes ago); read here with
+# `experiments.hlo_launches --profile=profile.log --profile_config=sdm_small`.
+PROFILE=${PROFILE:-s49w2}
+step profile 150 "devrun/$PROFILE" python -m experiments.bench_ops --op=train_step \
+  --train_configs=sdm_small --repeats=5 --top_ops=2000 --hlo_dir=/tmp/hlo
+[ -d /tmp/hlo ] && ( cd /tmp && tar czf "$OUT/hlo.tgz" hlo ) 2>> "$OUT/calls.log"
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
