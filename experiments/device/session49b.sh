@@ -23,6 +23,10 @@ step t_b 120 . $TOPK "--tilings=$F2,$T1,$T2,$T4,$A,default"
 step t_tests 70 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 3 -m gpu tests/pallas_kernels/product_key/test_topk.py -k "compiled_kernel_configs and num_warps-4_final_select-threshold"
 cat "$OUT"/t_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log
 step_rounds b $TREES
+# `gdn_small`'s step in the same call: the baseline of the 2x target.
+step s_gdn 75 devrun/m49 python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
+grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT/s_gdn.log" >> "$OUT/calls.log"
+cat "$OUT/s_gdn.log" >> "$OUT/steps.log"; rm -f "$OUT/s_gdn.log"
 # Last, if time is left: the step's per-op profile at PROFILE's tree (default the stack)
 # with its HLO beside it (the last one is call 44c's, 13 changes ago); read here with
 # `experiments.hlo_launches --profile=profile.log --profile_config=sdm_small`.
