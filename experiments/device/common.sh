@@ -30,7 +30,7 @@ step_rounds() {
         python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
     done
   done
-  grep -o '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
+  grep -Ho '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
   cat "$OUT"/s_*.log >> "$OUT/steps.log"; rm -f "$OUT"/s_*.log
 }
 # copy NAME PYEDIT [FILE]: a copy of the tree under devrun/NAME with PYEDIT (python, acting on
