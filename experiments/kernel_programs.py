@@ -85,7 +85,7 @@ def sdm_program(*, batch: int, seq_len: int, slots: int, value_dim: int, writes:
       jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=1, slots=slots,
       value_dim=value_dim, writes=writes, reads=reads, dtype=jnp.bfloat16,
       table_dtype=jnp.bfloat16)
-  inputs, plan_fn = sdm_benchmarks._planner(  # pylint: disable=protected-access
+  inputs, plan_fn = sdm_benchmarks.planner(
       args, chunk_size=chunk_size, error="shared", impl="pallas_gpu")
   plan = jax.eval_shape(plan_fn, *inputs[1:])
   memory = jax.ShapeDtypeStruct(inputs.memory.shape, inputs.memory.dtype)
@@ -178,6 +178,14 @@ def train_step_program(config_name: str, device: jax.Device) -> Program:
   return Program(step, (state, batch))
 
 
+def sdm_arguments_from_flags() -> dict[str, Any]:
+  """`sdm_program`'s keyword arguments from the flags (shapes and tiling)."""
+  return dict(batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,
+              value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
+              chunk_size=_CHUNK.value,
+              config=sdm_benchmarks.parse_tiling(_TILING.value, _VALUE_DIM.value))
+
+
 def program_from_flags(device: jax.Device | None = None) -> tuple[str, Program]:
   """(op, its Program) at the flags' shapes and tiling; device: where a training step's
   mesh lies (default: JAX's first device)."""
@@ -185,11 +193,7 @@ def program_from_flags(device: jax.Device | None = None) -> tuple[str, Program]:
   if op == "train_step":
     return op, train_step_program(_TRAIN_CONFIG.value, device or jax.devices()[0])
   if op == "sdm":
-    program = sdm_program(
-        batch=_BATCH.value, seq_len=_SEQ_LEN.value, slots=_SLOTS.value,
-        value_dim=_VALUE_DIM.value, writes=_WRITES.value, reads=_READS.value,
-        chunk_size=_CHUNK.value,
-        config=sdm_benchmarks.parse_tiling(_TILING.value, _VALUE_DIM.value))
+    program = sdm_program(**sdm_arguments_from_flags())
   elif op == "sdm_layer":
     program = sdm_layer_program(
         batch=_BATCH.value, seq_len=_SEQ_LEN.value, model_dim=_MODEL_DIM.value,

@@ -117,7 +117,7 @@ def benchmark(*, batch: int, seq_len: int, heads: int, slots: int, value_dim: in
   return result
 
 
-def _planner(args, *, chunk_size, error, impl):
+def planner(args, *, chunk_size, error, impl):
   """(canonical inputs, plan_fn): plan_fn(*inputs[1:]) is phase 1 as the op runs it for
   `impl` (a key of `chunk.PHASE2`; the kernels' chunk length is not shortened)."""
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True)
@@ -131,7 +131,7 @@ def _planner(args, *, chunk_size, error, impl):
 
 def _phase_timings(args, *, chunk_size, error, impl, warmup, repeats) -> dict[str, float]:
   """Phase 1 (table-independent plan, all chunks at once) and phase 2 (scan over chunks)."""
-  inputs, plan_fn = _planner(args, chunk_size=chunk_size, error=error, impl=impl)
+  inputs, plan_fn = planner(args, chunk_size=chunk_size, error=error, impl=impl)
   scan = chunk.PHASE2[impl]
   plan = jax.jit(plan_fn)(*inputs[1:])
   out_shape = jax.eval_shape(lambda m, p: scan(m, p, error=error), inputs.memory, plan)[0]
@@ -229,7 +229,7 @@ def benchmark_tilings(*, tilings: list[str], batch: int, seq_len: int, heads: in
   args = make_inputs(jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=heads,
                      slots=slots, value_dim=value_dim, writes=writes, reads=reads,
                      dtype=dtype, table_dtype=table_dtype)
-  inputs, plan_fn = _planner(args, chunk_size=chunk_size, error="shared", impl="pallas_gpu")
+  inputs, plan_fn = planner(args, chunk_size=chunk_size, error="shared", impl="pallas_gpu")
   plan = jax.jit(plan_fn)(*inputs[1:])
   out_cotangent = jax.random.normal(
       jax.random.PRNGKey(2), (*plan.ids.write_pos.shape[:3], *plan.coefs.values.shape[-2:]))

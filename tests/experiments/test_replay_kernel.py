@@ -1,0 +1,35 @@
+"""A saved kernel launch read back for its replay: the same bytes per parameter, in-place
+outputs on their input's buffer, Triton's scratch parameters null."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from experiments import replay_kernel
+from sdm_jax.evaluation import kernel_operands
+
+LAUNCH = dict(kernel="k_kernel", grid=[2, 3, 1], num_warps=4, params=[
+    dict(name="chunk", role="in", array=np.array([5], np.int32)),
+    dict(name="table", role="in", array=np.arange(12, dtype=np.float32).reshape(3, 4)),
+    dict(name="table", role="out", same_as=1, shape=[3, 4], dtype="float32"),
+    dict(name="out", role="out", array=np.zeros((2, 2), np.float32)),
+])
+
+
+def test_saved_launch_reads_back_as_its_bytes(tmp_path):
+  directory = kernel_operands.save(LAUNCH, str(tmp_path))
+  launch = replay_kernel.load_launch(directory)
+  assert (launch["kernel"], launch["grid"], launch["num_warps"]) == ("k_kernel", [2, 3, 1], 4)
+  operands = replay_kernel.host_operands(launch, directory)
+  assert operands[0].tobytes() == np.array([5], np.int32).tobytes()
+  assert operands[1].view(np.float32).reshape(3, 4).tolist() == LAUNCH["params"][1][
+      "array"].tolist()
+  assert operands[2] == 1  # the in-place output names its input
+  assert operands[3].size == 16 and not operands[3].any()
+
+  moved = []
+  arguments = replay_kernel.device_arguments(
+      operands, lambda a: moved.append(a.copy()) or moved[-1])
+  assert len(arguments) == 4 + replay_kernel.SCRATCH_PARAMS
+  assert arguments[2] is arguments[1]  # one buffer for the table in and out
+  assert len(moved) == 3 and all(a == 0 for a in arguments[4:])
