@@ -205,8 +205,12 @@ def program_from_flags(device: jax.Device | None = None) -> tuple[str, Program]:
         config=tiling.parse_tiling(_TILING.value,
                                    chunk_pallas.default_config(_VALUE_DIM.value, jnp.bfloat16)))
   else:
-    program = topk_program(
-        rows=_TOPK_ROWS.value, sub_keys=_TOPK_SUB_KEYS.value, k=_TOPK_K.value,
-        config=tiling.parse_tiling(_TILING.value, topk_pallas.default_config(
-            _TOPK_SUB_KEYS.value, _TOPK_K.value)))
+    program = topk_program(**topk_arguments_from_flags())
   return op, program
+
+
+def topk_arguments_from_flags() -> dict[str, Any]:
+  """`topk_program`'s keyword arguments from the flags (shape and tiling)."""
+  return dict(rows=_TOPK_ROWS.value, sub_keys=_TOPK_SUB_KEYS.value, k=_TOPK_K.value,
+              config=tiling.parse_tiling(_TILING.value, topk_pallas.default_config(
+                  _TOPK_SUB_KEYS.value, _TOPK_K.value)))
