@@ -28,7 +28,8 @@ step s_gdn 75 devrun/m49 python -m experiments.bench_ops --op=train_step --train
 grep -Ho '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT/s_gdn.log" >> "$OUT/calls.log"
 cat "$OUT/s_gdn.log" >> "$OUT/steps.log"; rm -f "$OUT/s_gdn.log"
 # Last, if time is left: the step's per-op profile at PROFILE's tree (default the stack)
-# with its HLO beside it (the last one is call 44c's, 13 changes ago); read here with
+# with its HLO beside it (the last one is call 44c's, before 7 kernel and glue commits on
+# main and every change on the stack); read here with
 # `experiments.hlo_launches --profile=profile.log --profile_config=sdm_small`.
 PROFILE=${PROFILE:-s49w2}
 step profile 150 "devrun/$PROFILE" python -m experiments.bench_ops --op=train_step \
