@@ -4,6 +4,8 @@ Nsight Compute can profile it (it could not attach to JAX on the H200: WORKSPACE
 launch is a folder that `experiments.kernel_operands` wrote.
 
   python3 experiments/replay_kernel.py /tmp/ops/bwd_union_kernel [--repeats=20]
+  python3 experiments/replay_kernel.py /tmp/ops/fwd_gather_kernel \
+      --variant=w4=main.cubin --variant=w2=two_warps.cubin@2   # builds A/B, interleaved
   ncu --clock-control none --set full -k regex:bwd_union --launch-skip 3 --launch-count 1 \\
       python3 experiments/replay_kernel.py /tmp/ops/bwd_union_kernel
 
@@ -12,8 +14,11 @@ input's buffer, as XLA passes it), in the kernel's parameter order; two null poi
 for Triton's scratch parameters where the compiler adds them (a kernel reads only the
 parameters it has). The launch grid is the Pallas grid (x, y, z), 32 x num_warps threads a
 program. Launches repeat on the same buffers: in-place outputs drift from launch to launch,
-which changes values, not which bytes move. Prints one JSON line: the kernel, grid, median
-and minimum microseconds per launch (CUDA events around each), and the operands' bytes.
+which changes values, not which bytes move. Other builds of the same kernel (`--variant`:
+another tree's cubin with the same parameters, e.g. built here by `experiments.xla_build`)
+run on the same buffers, in turn with the recorded one, so that one process compares
+them launch for launch. Prints one JSON line: the kernel, grid, the operands' bytes, and
+per build the median and minimum microseconds per launch (CUDA events around each).
 """
 
 from __future__ import annotations
@@ -61,10 +66,37 @@ def device_arguments(operands: list, to_device) -> tuple:
   return (*buffers, *([np.uint64(0)] * SCRATCH_PARAMS))
 
 
+def parse_variant(spec: str, num_warps: int) -> tuple[str, str, int]:
+  """"NAME=CUBIN[@WARPS]" -> (name, cubin path, warps; default num_warps)."""
+  name, sep, rest = spec.partition("=")
+  path, _, warps = rest.partition("@")
+  if not sep or not name or not path or (warps and not warps.isdigit()):
+    raise ValueError(f"--variant takes NAME=CUBIN[@WARPS], got {spec!r}")
+  return name, path, int(warps) if warps else num_warps
+
+
+def interleaved_times(launches: dict, warmup: int, repeats: int, timed_launch) -> dict:
+  """{name: [microseconds of each timed launch]}: every launch in `launches` ({name: its
+  launch arguments}) run `warmup` times, then `repeats` rounds of one each, in turn, so
+  that drift over the process falls on all alike. timed_launch(arguments) -> us."""
+  for arguments in launches.values():
+    for _ in range(warmup):
+      timed_launch(arguments)
+  times = {name: [] for name in launches}
+  for _ in range(repeats):
+    for name, arguments in launches.items():
+      times[name].append(timed_launch(arguments))
+  return times
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("launch_dir", help="a folder experiments.kernel_operands wrote")
   parser.add_argument("--cubin", help="the kernel's cubin (default: launch.json's)")
+  parser.add_argument("--variant", action="append", default=[],
+                      help="NAME=CUBIN[@WARPS]: also time this build of the kernel (same "
+                      "parameters; another tree's, built by experiments.xla_build) on the "
+                      "same buffers, interleaved with the others; repeatable")
   parser.add_argument("--warmup", type=int, default=3)
   parser.add_argument("--repeats", type=int, default=20)
   parser.add_argument("--shared_bytes", type=int, default=0,
@@ -74,31 +106,41 @@ def main():
   import cupy  # pylint: disable=g-import-not-at-top  (only the GPU machine has it)
 
   launch = load_launch(args.launch_dir)
+  builds = [parse_variant(v, launch["num_warps"]) for v in args.variant]
   cubin = args.cubin or launch.get("cubin")
-  if not cubin:
-    raise ValueError("launch.json names no cubin (recorded without a GPU): pass --cubin")
-  cubin = os.path.join(args.launch_dir, cubin) if not os.path.isabs(cubin) else cubin
-  function = cupy.RawModule(path=cubin).get_function(launch["kernel"])
+  if cubin:
+    cubin = os.path.join(args.launch_dir, cubin) if not os.path.isabs(cubin) else cubin
+    builds.insert(0, ("recorded", cubin, launch["num_warps"]))
+  if not builds:
+    raise ValueError("launch.json names no cubin (recorded without a GPU): pass --cubin "
+                     "or --variant")
   operands = host_operands(launch, args.launch_dir)
   arguments = device_arguments(operands, cupy.asarray)
-  grid, block = tuple(launch["grid"]), (32 * launch["num_warps"], 1, 1)
-  times = []
-  for index in range(args.warmup + args.repeats):
+  grid = tuple(launch["grid"])
+  functions = {name: (cupy.RawModule(path=path).get_function(launch["kernel"]), warps)
+               for name, path, warps in builds}
+
+  def timed_launch(function_and_warps) -> float:
+    function, warps = function_and_warps
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
-    function(grid, block, arguments, shared_mem=args.shared_bytes)
+    function(grid, (32 * warps, 1, 1), arguments, shared_mem=args.shared_bytes)
     end.record()
     end.synchronize()
-    if index >= args.warmup:
-      times.append(cupy.cuda.get_elapsed_time(start, end) * 1e3)
+    return cupy.cuda.get_elapsed_time(start, end) * 1e3
+
+  times = interleaved_times(functions, args.warmup, args.repeats, timed_launch)
   print(json.dumps({
-      "kernel": launch["kernel"], "grid": list(grid), "threads": block[0],
-      "median_us": statistics.median(times), "min_us": min(times),
+      "kernel": launch["kernel"], "grid": list(grid),
       "operand_bytes": int(sum(o.size for o in operands if not isinstance(o, int))),
-      # What the cubin declares: if a kernel's shared memory were dynamic (static 0), the
-      # launch would need --shared_bytes.
-      "registers": getattr(function, "num_regs", None),
-      "static_shared_bytes": getattr(function, "shared_size_bytes", None)}))
+      "builds": {name: {
+          "cubin": path, "threads": 32 * warps,
+          "median_us": statistics.median(times[name]), "min_us": min(times[name]),
+          # What the cubin declares: a kernel whose shared memory were dynamic (static 0)
+          # would need --shared_bytes.
+          "registers": getattr(functions[name][0], "num_regs", None),
+          "static_shared_bytes": getattr(functions[name][0], "shared_size_bytes", None)}
+          for name, path, warps in builds}}))
 
 
 if __name__ == "__main__":

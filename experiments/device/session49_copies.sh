@@ -1,12 +1,11 @@
 # Run here (not on the device), from the repository root: makes devrun/, the copies that
 # calls 49a and 49b carry as one path (`carry=[".whl", "devrun"]`, about 40 MB; the carry
 # limit is 8 paths, so the copies travel in one folder). Each copy is a tree's code and
-# tests; some have one default edited. Old copies are removed: each is remade from its
-# commit or branch.
+# tests; some have one default edited. Each copy is remade from its commit or branch;
+# devrun/cubins (session49_cubins.sh, run after this) is left as it is.
 set -eu
-rm -rf devrun
 archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
-  mkdir -p "devrun/$1"
+  rm -rf "devrun/$1" && mkdir -p "devrun/$1"
   git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
     | tar -x -C "devrun/$1"
 }
@@ -28,4 +27,4 @@ grep -q "sdm_chunk_size=32)" devrun/a48c32/experiments/configs/sdm_small.py
 for warps in 2 1; do archive "g48w$warps" gather-warps; gather_warps "g48w$warps" "$warps"; done
 archive s49w2 stack       # all-cuts + gather-warps + dense-registers, merged
 gather_warps s49w2 2
-du -sh devrun .whl
+du -sh devrun .whl  # all of it is carried as one path: under 64 MiB with .whl

@@ -4,6 +4,7 @@ outputs on their input's buffer, Triton's scratch parameters null."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from experiments import replay_kernel
 from sdm_jax.evaluation import kernel_operands
@@ -33,3 +34,20 @@ def test_saved_launch_reads_back_as_its_bytes(tmp_path):
   assert len(arguments) == 4 + replay_kernel.SCRATCH_PARAMS
   assert arguments[2] is arguments[1]  # one buffer for the table in and out
   assert len(moved) == 3 and all(a == 0 for a in arguments[4:])
+
+
+def test_variants_name_a_cubin_and_optionally_their_warps():
+  assert replay_kernel.parse_variant("w2=/x/a.cubin@2", 4) == ("w2", "/x/a.cubin", 2)
+  assert replay_kernel.parse_variant("main=b.cubin", 4) == ("main", "b.cubin", 4)
+  for bad in ("b.cubin", "w2=", "w2=a.cubin@two"):
+    with pytest.raises(ValueError, match="NAME=CUBIN"):
+      replay_kernel.parse_variant(bad, 4)
+
+
+def test_builds_are_timed_in_turn_after_their_warmup():
+  order = []
+  times = replay_kernel.interleaved_times(
+      {"a": "A", "b": "B"}, warmup=1, repeats=2,
+      timed_launch=lambda arguments: order.append(arguments) or len(order))
+  assert order == ["A", "B", "A", "B", "A", "B"]
+  assert times == {"a": [3, 5], "b": [4, 6]}  # the warmup launches are not timed

@@ -1,0 +1,64 @@
+# Run here (not on the device), after session49_copies.sh: builds phase 2's kernels of
+# each copy named in TREES as XLA does for an H200 (`experiments.xla_build` through JAX's
+# CUDA plugin, no GPU; GVENV and CUOBJDUMP as in WORKSPACE.md, "Running") at `sdm_small`'s
+# layer shapes, and keeps one cubin per kernel under devrun/cubins/<tree>/, with
+# devrun/cubins/variants.txt listing "<kernel> <tree>=<tree>/<kernel>.cubin@<warps>" for
+# call 49c's replays (`replay_kernel.py --variant`). Each build must have the parameters of
+# main's (m49's) kernel, which the replays' operands are recorded for; one that does not
+# is left out, and said so; a build byte for byte one already kept (the tree does not
+# change that kernel) is left out too. About 1-2 minutes a tree.
+set -eu
+GVENV=${GVENV:-/tmp/gvenv/bin/python}
+CUOBJDUMP=${CUOBJDUMP:-/tmp/tvenv/lib/python3.11/site-packages/triton/backends/nvidia/bin/cuobjdump}
+TREES=${TREES:-m49 a48 r48 d48 g48w2 g48w1}
+KERNELS="fwd_gather_kernel fwd_dense_kernel fwd_scatter_kernel bwd_gather_kernel bwd_dense_kernel bwd_union_kernel"
+params() { "$CUOBJDUMP" -elf "$1" | grep -c 'Ordinal :'; }
+warps() {  # the kernel's required threads per program / 32
+  local threads
+  threads=$("$CUOBJDUMP" -elf "$1" | grep -A3 'EIATTR_REQNTID' | grep -o 'Value:[[:space:]]*0x[0-9a-f]*' | head -n 1 | grep -o '0x[0-9a-f]*')
+  echo $(( threads / 32 ))
+}
+rm -rf devrun/cubins && mkdir -p devrun/cubins && : > devrun/cubins/variants.txt
+for tree in $TREES; do
+  build=/tmp/cubins_$tree
+  if [ ! -d "$build" ]; then
+    ( cd "devrun/$tree" && PYTHONPATH=. "$GVENV" -m experiments.xla_build --op=sdm --batch=16 \
+        --seq_len=2048 --binaries_dir="$build" > "$build.log" 2>&1 )
+  fi
+  mkdir -p "devrun/cubins/$tree"
+  for kernel in $KERNELS; do
+    cubin=$(ls "$build"/*."$kernel".cubin | head -n 1)
+    reference=$(ls /tmp/cubins_m49/*."$kernel".cubin | head -n 1)
+    if [ "$(params "$cubin")" != "$(params "$reference")" ]; then
+      echo "left out: $tree's $kernel has $(params "$cubin") parameters, m49's $(params "$reference")"
+      continue
+    fi
+    same=""
+    for kept in devrun/cubins/*/"$kernel".cubin; do
+      [ -f "$kept" ] && cmp -s "$cubin" "$kept" && same=$kept
+    done
+    if [ -n "$same" ]; then
+      echo "same build: $tree's $kernel and $same"
+      continue
+    fi
+    cp "$cubin" "devrun/cubins/$tree/$kernel.cubin"
+    echo "$kernel $tree=$tree/$kernel.cubin@$(warps "$cubin")" >> devrun/cubins/variants.txt
+  done
+done
+# The top-k kernel at issue 12's shape (65,536 rows, S = 512, k = 32), main's tree: its
+# default (exact order) and exact_order=false (11% faster on the H200, session 42).
+for tiling in default exact_order=false; do
+  name=topk_$(echo "$tiling" | tr "=;" "__")
+  build=/tmp/cubins_$name
+  if [ ! -d "$build" ]; then
+    ( cd devrun/m49 && PYTHONPATH=. "$GVENV" -m experiments.xla_build --op=topk \
+        --topk_rows=65536 --topk_sub_keys=512 --topk_k=32 --tiling="$tiling" \
+        --binaries_dir="$build" > "$build.log" 2>&1 )
+  fi
+  cubin=$(ls "$build"/*.product_key_topk_kernel.cubin | head -n 1)
+  mkdir -p "devrun/cubins/$name" && cp "$cubin" "devrun/cubins/$name/product_key_topk_kernel.cubin"
+  echo "product_key_topk_kernel $name=$name/product_key_topk_kernel.cubin@$(warps "$cubin")" \
+    >> devrun/cubins/variants.txt
+done
+cat devrun/cubins/variants.txt
+du -sh devrun/cubins
