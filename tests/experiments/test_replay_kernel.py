@@ -1,7 +1,12 @@
 """A saved kernel launch read back for its replay: the same bytes per parameter, in-place
-outputs on their input's buffer, Triton's scratch parameters null."""
+outputs on their input's buffer, Triton's scratch parameters null; each build launched in
+turn with its own warps."""
 
 from __future__ import annotations
+
+import json
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -51,3 +56,57 @@ def test_builds_are_timed_in_turn_after_their_warmup():
       timed_launch=lambda arguments: order.append(arguments) or len(order))
   assert order == ["A", "B", "A", "B", "A", "B"]
   assert times == {"a": [3, 5], "b": [4, 6]}  # the warmup launches are not timed
+
+
+class _FakeCupy:
+  """What the replay uses of CuPy, recording each launch instead of running it."""
+
+  def __init__(self):
+    self.launches = []
+    fake = self
+
+    class Function:
+      num_regs, shared_size_bytes = 40, 1024
+
+      def __init__(self, path, name):
+        self.path, self.name = path, name
+
+      def __call__(self, grid, block, arguments, shared_mem=0):
+        fake.launches.append((self.path, self.name, grid, block, len(arguments), shared_mem))
+
+    class RawModule:
+      def __init__(self, path):
+        self.path = path
+
+      def get_function(self, name):
+        return Function(self.path, name)
+
+    class Event:
+      def record(self):
+        pass
+
+      def synchronize(self):
+        pass
+
+    self.RawModule, self.asarray = RawModule, np.array
+    self.cuda = type("cuda", (), {"Event": Event,
+                                  "get_elapsed_time": staticmethod(lambda a, b: 0.01)})
+
+
+def test_main_launches_each_build_with_its_warps(tmp_path, monkeypatch, capsys):
+  directory = kernel_operands.save(dict(LAUNCH, cubin="k.cubin"), str(tmp_path))
+  fake = _FakeCupy()
+  monkeypatch.setitem(sys.modules, "cupy", fake)
+  monkeypatch.setattr(sys, "argv", ["replay_kernel.py", directory, "--variant=w2=/x/b.cubin@2",
+                                    "--warmup=1", "--repeats=2"])
+  replay_kernel.main()
+  result = json.loads(capsys.readouterr().out)
+  assert set(result["builds"]) == {"recorded", "w2"}
+  assert result["builds"]["recorded"]["cubin"] == os.path.join(directory, "k.cubin")
+  assert result["builds"]["w2"]["threads"] == 64 and result["builds"]["recorded"]["threads"] == 128
+  assert result["builds"]["w2"]["median_us"] == 10.0  # 0.01 ms
+  # 1 warmup + 2 timed launches each, in turn after the warmups, all with 4 + 2 arguments.
+  assert [launch[0] for launch in fake.launches] == [
+      os.path.join(directory, "k.cubin"), "/x/b.cubin"] * 3
+  assert {launch[1:3] + launch[4:] for launch in fake.launches} == {
+      ("k_kernel", (2, 3, 1), 6, 0)}
