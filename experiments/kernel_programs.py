@@ -81,12 +81,9 @@ def as_on_gpu():
 def sdm_program(*, batch: int, seq_len: int, slots: int, value_dim: int, writes: int,
                 reads: int, chunk_size: int, config: scan_pallas.KernelConfig) -> Program:
   """SDM phase 2's forward and backward: gradients of the table and the plan."""
-  args = sdm_benchmarks.make_inputs(
-      jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=1, slots=slots,
-      value_dim=value_dim, writes=writes, reads=reads, dtype=jnp.bfloat16,
-      table_dtype=jnp.bfloat16)
-  inputs, plan_fn = sdm_benchmarks.planner(
-      args, chunk_size=chunk_size, error="shared", impl="pallas_gpu")
+  inputs, plan_fn = sdm_benchmarks.kernel_planner(
+      batch=batch, seq_len=seq_len, slots=slots, value_dim=value_dim, writes=writes,
+      reads=reads, chunk_size=chunk_size)
   plan = jax.eval_shape(plan_fn, *inputs[1:])
   memory = jax.ShapeDtypeStruct(inputs.memory.shape, inputs.memory.dtype)
 

@@ -101,19 +101,15 @@ def record_phase2(*, batch: int, seq_len: int, slots: int, value_dim: int, write
                   reads: int, chunk_size: int, config: scan_pallas.KernelConfig | None = None,
                   kernels=PHASE2_KERNELS, chunk_index: int | None = None) -> dict[str, dict]:
   """The launches of `kernels` at chunk `chunk_index` (default: the middle one) of SDM phase
-  2's forward and backward (shared error form, bf16 inputs and table, one head) on
-  `sdm_benchmarks.make_inputs`, the inputs `experiments.kernel_programs.sdm_program` is
-  built from. Inputs carry their kernel's names (`scan_pallas`' operand names)."""
+  2's forward and backward on `sdm_benchmarks.kernel_planner`'s inputs, those
+  `experiments.kernel_programs.sdm_program` (the cubins' build) takes. Inputs carry their kernel's names (`scan_pallas`' operand names)."""
   unknown = set(kernels) - set(_PHASE2_FORWARD) - set(_PHASE2_BACKWARD)
   if unknown:
     raise ValueError(f"kernels must name phase 2's kernels {_PHASE2_FORWARD + _PHASE2_BACKWARD}"
                      f", got {sorted(unknown)}")
-  args = sdm_benchmarks.make_inputs(
-      jax.random.PRNGKey(0), batch=batch, seq_len=seq_len, heads=1, slots=slots,
-      value_dim=value_dim, writes=writes, reads=reads, dtype=jnp.bfloat16,
-      table_dtype=jnp.bfloat16)
-  inputs, plan_fn = sdm_benchmarks.planner(args, chunk_size=chunk_size, error="shared",
-                                           impl="pallas_gpu")
+  inputs, plan_fn = sdm_benchmarks.kernel_planner(
+      batch=batch, seq_len=seq_len, slots=slots, value_dim=value_dim, writes=writes,
+      reads=reads, chunk_size=chunk_size)
   plan = jax.jit(plan_fn)(*inputs[1:])
   num_chunks = plan.ids.write_pos.shape[2]
   chunk_index = num_chunks // 2 if chunk_index is None else chunk_index
