@@ -4,7 +4,7 @@ Nsight Compute can profile it (it could not attach to JAX on the H200: WORKSPACE
 launch is a folder that `experiments.kernel_operands` wrote.
 
   python3 experiments/replay_kernel.py /tmp/ops/bwd_union_kernel [--repeats=20]
-  python3 experiments/replay_kernel.py /tmp/ops/fwd_gather_kernel \
+  python3 experiments/replay_kernel.py /tmp/ops/fwd_gather_kernel \\
       --variant=w4=main.cubin --variant=w2=two_warps.cubin@2   # builds A/B, interleaved
   ncu --clock-control none --set full -k regex:bwd_union --launch-skip 3 --launch-count 1 \\
       python3 experiments/replay_kernel.py /tmp/ops/bwd_union_kernel

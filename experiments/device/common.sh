@@ -20,8 +20,7 @@ step() {
   { echo "== $name rc=$rc $(( $(date +%s) - t0 )) s (limit $limit)"; tail -n 3 "$OUT/$name.log"; } >> "$OUT/calls.log"
 }
 # step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
-# each, alternating, once per name in ROUNDS ("a b c"); then each run's back-to-back figure
-# to calls.log and the runs' logs appended to steps.log (a call returns at most 8 files).
+# each, alternating, once per name in ROUNDS ("a b c"), then collect_steps.
 step_rounds() {
   local rounds=$1 round tree; shift
   for round in $rounds; do
@@ -30,6 +29,12 @@ step_rounds() {
         python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
     done
   done
+  collect_steps
+}
+# collect_steps: each step run's (steps named s_*) back-to-back figure to calls.log, named
+# by its log (experiments/device/step_table.py reads them), and the runs' logs appended to
+# steps.log (a call returns at most 8 files).
+collect_steps() {
   grep -Ho '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT"/s_*.log >> "$OUT/calls.log"
   cat "$OUT"/s_*.log >> "$OUT/steps.log"; rm -f "$OUT"/s_*.log
 }

@@ -18,47 +18,45 @@ warps() {  # the kernel's required threads per program / 32
   threads=$("$CUOBJDUMP" -elf "$1" | grep -A3 'EIATTR_REQNTID' | grep -o 'Value:[[:space:]]*0x[0-9a-f]*' | head -n 1 | grep -o '0x[0-9a-f]*')
   echo $(( threads / 32 ))
 }
+build() {  # build NAME TREE XLA_BUILD_FLAGS...: XLA's build of TREE's kernels, once
+  local name=$1 tree=$2; shift 2
+  if [ ! -d "/tmp/cubins_$name" ]; then
+    ( cd "devrun/$tree" && PYTHONPATH=. "$GVENV" -m experiments.xla_build "$@" \
+        --binaries_dir="/tmp/cubins_$name" > "/tmp/cubins_$name.log" 2>&1 )
+  fi
+}
+keep() {  # keep NAME KERNEL: build NAME's cubin of KERNEL as a variant, unless it matches one kept
+  local name=$1 kernel=$2 cubin kept
+  cubin=$(ls "/tmp/cubins_$name"/*."$kernel".cubin | head -n 1)
+  for kept in devrun/cubins/*/"$kernel".cubin; do
+    if [ -f "$kept" ] && cmp -s "$cubin" "$kept"; then
+      echo "same build: $name's $kernel and $kept"
+      return
+    fi
+  done
+  mkdir -p "devrun/cubins/$name" && cp "$cubin" "devrun/cubins/$name/$kernel.cubin"
+  echo "$kernel $name=$name/$kernel.cubin@$(warps "$cubin")" >> devrun/cubins/variants.txt
+}
 rm -rf devrun/cubins && mkdir -p devrun/cubins && : > devrun/cubins/variants.txt
 for tree in $TREES; do
-  build=/tmp/cubins_$tree
-  if [ ! -d "$build" ]; then
-    ( cd "devrun/$tree" && PYTHONPATH=. "$GVENV" -m experiments.xla_build --op=sdm --batch=16 \
-        --seq_len=2048 --binaries_dir="$build" > "$build.log" 2>&1 )
-  fi
-  mkdir -p "devrun/cubins/$tree"
+  build "$tree" "$tree" --op=sdm --batch=16 --seq_len=2048
   for kernel in $KERNELS; do
-    cubin=$(ls "$build"/*."$kernel".cubin | head -n 1)
-    reference=$(ls /tmp/cubins_m49/*."$kernel".cubin | head -n 1)
-    if [ "$(params "$cubin")" != "$(params "$reference")" ]; then
-      echo "left out: $tree's $kernel has $(params "$cubin") parameters, m49's $(params "$reference")"
+    reference=$(params "$(ls /tmp/cubins_m49/*."$kernel".cubin | head -n 1)")
+    found=$(params "$(ls /tmp/cubins_"$tree"/*."$kernel".cubin | head -n 1)")
+    if [ "$found" != "$reference" ]; then
+      echo "left out: $tree's $kernel has $found parameters, m49's $reference"
       continue
     fi
-    same=""
-    for kept in devrun/cubins/*/"$kernel".cubin; do
-      [ -f "$kept" ] && cmp -s "$cubin" "$kept" && same=$kept
-    done
-    if [ -n "$same" ]; then
-      echo "same build: $tree's $kernel and $same"
-      continue
-    fi
-    cp "$cubin" "devrun/cubins/$tree/$kernel.cubin"
-    echo "$kernel $tree=$tree/$kernel.cubin@$(warps "$cubin")" >> devrun/cubins/variants.txt
+    keep "$tree" "$kernel"
   done
 done
 # The top-k kernel at issue 12's shape (65,536 rows, S = 512, k = 32), main's tree: its
 # default (exact order) and exact_order=false (11% faster on the H200, session 42).
 for tiling in default exact_order=false; do
   name=topk_$(echo "$tiling" | tr "=;" "__")
-  build=/tmp/cubins_$name
-  if [ ! -d "$build" ]; then
-    ( cd devrun/m49 && PYTHONPATH=. "$GVENV" -m experiments.xla_build --op=topk \
-        --topk_rows=65536 --topk_sub_keys=512 --topk_k=32 --tiling="$tiling" \
-        --binaries_dir="$build" > "$build.log" 2>&1 )
-  fi
-  cubin=$(ls "$build"/*.product_key_topk_kernel.cubin | head -n 1)
-  mkdir -p "devrun/cubins/$name" && cp "$cubin" "devrun/cubins/$name/product_key_topk_kernel.cubin"
-  echo "product_key_topk_kernel $name=$name/product_key_topk_kernel.cubin@$(warps "$cubin")" \
-    >> devrun/cubins/variants.txt
+  build "$name" m49 --op=topk --topk_rows=65536 --topk_sub_keys=512 --topk_k=32 \
+    --tiling="$tiling"
+  keep "$name" product_key_topk_kernel
 done
 cat devrun/cubins/variants.txt
 du -sh devrun/cubins

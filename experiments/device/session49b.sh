@@ -25,8 +25,7 @@ cat "$OUT"/t_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log
 step_rounds b $TREES
 # `gdn_small`'s step in the same call: the baseline of the 2x target.
 step s_gdn 75 devrun/m49 python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
-grep -Ho '"config": "[^"]*".*"step_back_to_back_ms": [0-9.]*' "$OUT/s_gdn.log" >> "$OUT/calls.log"
-cat "$OUT/s_gdn.log" >> "$OUT/steps.log"; rm -f "$OUT/s_gdn.log"
+collect_steps
 # Last, if time is left: the step's per-op profile at PROFILE's tree (default the stack)
 # with its HLO beside it (the last one is call 44c's, before 7 kernel and glue commits on
 # main and every change on the stack); read here with
