@@ -13,7 +13,7 @@ Each parameter is a device buffer holding the recorded bytes (an in-place output
 input's buffer, as XLA passes it), in the kernel's parameter order; two null pointers follow,
 for Triton's scratch parameters where the compiler adds them (a kernel reads only the
 parameters it has). The launch grid is the Pallas grid (x, y, z), 32 x num_warps threads a
-program. Launches repeat on the same buffers: in-place outputs drift from launch to launch,
+program, with the dynamic shared memory XLA gives it (`shared_bytes_for`). Launches repeat on the same buffers: in-place outputs drift from launch to launch,
 which changes values, not which bytes move. Other builds of the same kernel (`--variant`:
 another tree's cubin with the same parameters, e.g. built here by `experiments.xla_build`)
 run on the same buffers, in turn with the recorded one, so that one process compares
@@ -32,6 +32,10 @@ import numpy as np
 
 # Null pointers passed after the operands (Triton's global and profile scratch).
 SCRATCH_PARAMS = 2
+# Beside a cubin, XLA's launches of its kernel (experiments.cached_binaries.LAUNCHES_SUFFIX).
+LAUNCHES_SUFFIX = ".launches.json"
+# Dynamic shared memory a launch may take without raising the function's limit.
+_DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
 def load_launch(directory: str) -> dict:
@@ -64,6 +68,26 @@ def device_arguments(operands: list, to_device) -> tuple:
   for operand in operands:
     buffers.append(buffers[operand] if isinstance(operand, int) else to_device(operand))
   return (*buffers, *([np.uint64(0)] * SCRATCH_PARAMS))
+
+
+def shared_bytes_for(cubin: str, grid: list, fallback: int | None) -> int:
+  """The dynamic shared memory XLA launches the cubin's kernel with on this grid: from the
+  `LAUNCHES_SUFFIX` file beside the cubin (`experiments.cached_binaries` writes it; a
+  Triton kernel's cubin does not say it, and a launch given less faults), else
+  `fallback`. Several launches on the grid with different amounts take the largest."""
+  path = cubin + LAUNCHES_SUFFIX
+  if not os.path.exists(path):
+    if fallback is None:
+      raise ValueError(f"{path} is missing: pass --shared_bytes (the kernel's dynamic "
+                       "shared memory; XLA's thunk has it, the cubin does not)")
+    return fallback
+  with open(path) as f:
+    launches = json.load(f)
+  on_grid = [launch for launch in launches if list(launch["blocks"]) == list(grid)]
+  if not on_grid:
+    raise ValueError(f"{path} has no launch on grid {list(grid)}: "
+                     f"{[launch['blocks'] for launch in launches]}")
+  return max(int(launch["shared_bytes"]) for launch in on_grid)
 
 
 def parse_variant(spec: str, num_warps: int) -> tuple[str, str, int]:
@@ -99,9 +123,9 @@ def main():
                       "same buffers, interleaved with the others; repeatable")
   parser.add_argument("--warmup", type=int, default=3)
   parser.add_argument("--repeats", type=int, default=20)
-  parser.add_argument("--shared_bytes", type=int, default=0,
-                      help="dynamic shared memory per program (XLA's Triton kernels seen so "
-                      "far declare theirs statically)")
+  parser.add_argument("--shared_bytes", type=int, default=None,
+                      help="dynamic shared memory per program for a cubin without XLA's "
+                      f"launches beside it (<cubin>{LAUNCHES_SUFFIX})")
   args = parser.parse_args()
   import cupy  # pylint: disable=g-import-not-at-top  (only the GPU machine has it)
 
@@ -117,28 +141,33 @@ def main():
   operands = host_operands(launch, args.launch_dir)
   arguments = device_arguments(operands, cupy.asarray)
   grid = tuple(launch["grid"])
-  functions = {name: (cupy.RawModule(path=path).get_function(launch["kernel"]), warps)
-               for name, path, warps in builds}
+  functions, shared = {}, {}
+  for name, path, warps in builds:
+    functions[name] = (cupy.RawModule(path=path).get_function(launch["kernel"]), warps)
+    shared[name] = shared_bytes_for(path, launch["grid"], args.shared_bytes)
+    if shared[name] > _DEFAULT_SHARED_LIMIT:
+      functions[name][0].max_dynamic_shared_size_bytes = shared[name]
+  launches = {name: (function, warps, shared[name])
+              for name, (function, warps) in functions.items()}
 
-  def timed_launch(function_and_warps) -> float:
-    function, warps = function_and_warps
+  def timed_launch(function_warps_shared) -> float:
+    function, warps, shared_mem = function_warps_shared
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
-    function(grid, (32 * warps, 1, 1), arguments, shared_mem=args.shared_bytes)
+    function(grid, (32 * warps, 1, 1), arguments, shared_mem=shared_mem)
     end.record()
     end.synchronize()
     return cupy.cuda.get_elapsed_time(start, end) * 1e3
 
-  times = interleaved_times(functions, args.warmup, args.repeats, timed_launch)
+  times = interleaved_times(launches, args.warmup, args.repeats, timed_launch)
   print(json.dumps({
       "kernel": launch["kernel"], "grid": list(grid),
       "operand_bytes": int(sum(o.size for o in operands if not isinstance(o, int))),
       "builds": {name: {
           "cubin": path, "threads": 32 * warps,
           "median_us": statistics.median(times[name]), "min_us": min(times[name]),
-          # What the cubin declares: a kernel whose shared memory were dynamic (static 0)
-          # would need --shared_bytes.
           "registers": getattr(functions[name][0], "num_regs", None),
+          "shared_bytes": shared[name],
           "static_shared_bytes": getattr(functions[name][0], "shared_size_bytes", None)}
           for name, path, warps in builds}}))
 

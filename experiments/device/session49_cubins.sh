@@ -1,7 +1,8 @@
 # Run here (not on the device), after session49_copies.sh: builds phase 2's kernels of
 # each copy named in TREES as XLA does for an H200 (`experiments.xla_build` through JAX's
 # CUDA plugin, no GPU; GVENV and CUOBJDUMP as in WORKSPACE.md, "Running") at `sdm_small`'s
-# layer shapes, and keeps one cubin per kernel under devrun/cubins/<tree>/, with
+# layer shapes, and keeps one cubin per kernel (with XLA's launches of it, `cached_binaries`)
+# under devrun/cubins/<tree>/, with
 # devrun/cubins/variants.txt listing "<kernel> <tree>=<tree>/<kernel>.cubin@<warps>" for
 # call 49c's replays (`replay_kernel.py --variant`). Each build must have the parameters of
 # main's (m49's) kernel, which the replays' operands are recorded for; one that does not
@@ -21,6 +22,9 @@ warps() {  # the kernel's required threads per program / 32
 build() {  # build NAME TREE XLA_BUILD_FLAGS...: XLA's build of TREE's kernels, once
   local name=$1 tree=$2; shift 2
   if [ ! -d "/tmp/cubins_$name" ]; then
+    # The reader of XLA's cache is main's, which writes each kernel's launches beside its
+    # cubin (the branches' copies may predate it); the kernels are the tree's.
+    cp experiments/cached_binaries.py "devrun/$tree/experiments/cached_binaries.py"
     ( cd "devrun/$tree" && PYTHONPATH=. "$GVENV" -m experiments.xla_build "$@" \
         --binaries_dir="/tmp/cubins_$name" > "/tmp/cubins_$name.log" 2>&1 )
   fi
@@ -35,6 +39,8 @@ keep() {  # keep NAME KERNEL: build NAME's cubin of KERNEL as a variant, unless 
     fi
   done
   mkdir -p "devrun/cubins/$name" && cp "$cubin" "devrun/cubins/$name/$kernel.cubin"
+  # XLA's launches of it (its dynamic shared memory, which the replay must give it)
+  cp "$cubin.launches.json" "devrun/cubins/$name/$kernel.cubin.launches.json"
   echo "$kernel $name=$name/$kernel.cubin@$(warps "$cubin")" >> devrun/cubins/variants.txt
 }
 rm -rf devrun/cubins && mkdir -p devrun/cubins && : > devrun/cubins/variants.txt

@@ -69,3 +69,44 @@ def test_extract_reads_a_real_cache(tmp_path):
   for name in objects:
     with open(out / name, "rb") as f:
       assert f.read(4) == b"\x7fELF"
+
+
+def _varint(value: int) -> bytes:
+  out = bytearray()
+  while True:
+    out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+    value >>= 7
+    if not value:
+      return bytes(out)
+
+
+def _field(number: int, value) -> bytes:
+  if isinstance(value, int):
+    return _varint(number << 3) + _varint(value)
+  return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+def _dim3(x: int, y: int, z: int) -> bytes:
+  return _field(1, x) + _field(2, y) + _field(3, z)
+
+
+def _kernel_thunk(name: str, blocks, threads, shared: int) -> bytes:
+  """A kernel thunk laid out as XLA 0.10.2 serializes it (fields read in session 50)."""
+  arguments = _field(1, _field(1, _field(1, 1))) + _field(1, _field(1, _field(1, 1) + _field(2, 17)))
+  return (_field(4, name.encode()) + _field(5, arguments) + _field(3, _field(2, _dim3(*blocks)))
+          + _field(4, _field(1, _dim3(*threads))) + (_field(6, shared) if shared else b"")
+          + _field(4, 1) + _field(6, b""))
+
+
+def test_kernel_launches_read_grid_threads_and_shared_memory_from_the_thunks():
+  blob = (b"hlo text naming \"\x10bwd_union_kernel* as an op"  # no launch follows it
+          + _kernel_thunk("bwd_union_kernel", (16, 64, 8), (128, 1, 1), 128) + b"\x00junk"
+          + _kernel_thunk("fwd_scatter_kernel", (16, 32, 8), (128, 1, 1), 0)
+          + _kernel_thunk("bwd_union_kernel", (16, 64, 8), (128, 1, 1), 128)  # a repeat
+          + _kernel_thunk("bwd_union_kernel", (16, 4, 8), (128, 1, 1), 4096))
+  assert cached_binaries.kernel_launches(blob) == {
+      "bwd_union_kernel": [
+          {"blocks": [16, 64, 8], "threads": [128, 1, 1], "shared_bytes": 128},
+          {"blocks": [16, 4, 8], "threads": [128, 1, 1], "shared_bytes": 4096}],
+      "fwd_scatter_kernel": [
+          {"blocks": [16, 32, 8], "threads": [128, 1, 1], "shared_bytes": 0}]}

@@ -93,12 +93,37 @@ class _FakeCupy:
                                   "get_elapsed_time": staticmethod(lambda a, b: 0.01)})
 
 
+def _launches_beside(cubin: str, launches: list) -> None:
+  with open(cubin + replay_kernel.LAUNCHES_SUFFIX, "w") as f:
+    json.dump(launches, f)
+
+
+def test_shared_memory_is_xlas_for_the_grid_or_the_fallback(tmp_path):
+  cubin = str(tmp_path / "k.cubin")
+  with pytest.raises(ValueError, match="--shared_bytes"):
+    replay_kernel.shared_bytes_for(cubin, [2, 3, 1], None)
+  assert replay_kernel.shared_bytes_for(cubin, [2, 3, 1], 256) == 256
+  _launches_beside(cubin, [
+      {"blocks": [2, 3, 1], "threads": [128, 1, 1], "shared_bytes": 512},
+      {"blocks": [9, 3, 1], "threads": [128, 1, 1], "shared_bytes": 4096}])
+  assert replay_kernel.shared_bytes_for(cubin, [2, 3, 1], 256) == 512  # XLA's, not the flag
+  with pytest.raises(ValueError, match="no launch on grid"):
+    replay_kernel.shared_bytes_for(cubin, [1, 1, 1], None)
+
+
+def test_the_sidecar_name_is_the_one_cached_binaries_writes():
+  from experiments import cached_binaries  # pylint: disable=g-import-not-at-top
+  assert replay_kernel.LAUNCHES_SUFFIX == cached_binaries.LAUNCHES_SUFFIX
+
+
 def test_main_launches_each_build_with_its_warps(tmp_path, monkeypatch, capsys):
   directory = kernel_operands.save(dict(LAUNCH, cubin="k.cubin"), str(tmp_path))
+  _launches_beside(os.path.join(directory, "k.cubin"), [
+      {"blocks": [2, 3, 1], "threads": [128, 1, 1], "shared_bytes": 512}])
   fake = _FakeCupy()
   monkeypatch.setitem(sys.modules, "cupy", fake)
   monkeypatch.setattr(sys, "argv", ["replay_kernel.py", directory, "--variant=w2=/x/b.cubin@2",
-                                    "--warmup=1", "--repeats=2"])
+                                    "--warmup=1", "--repeats=2", "--shared_bytes=64"])
   replay_kernel.main()
   result = json.loads(capsys.readouterr().out)
   assert set(result["builds"]) == {"recorded", "w2"}
@@ -108,5 +133,7 @@ def test_main_launches_each_build_with_its_warps(tmp_path, monkeypatch, capsys):
   # 1 warmup + 2 timed launches each, in turn after the warmups, all with 4 + 2 arguments.
   assert [launch[0] for launch in fake.launches] == [
       os.path.join(directory, "k.cubin"), "/x/b.cubin"] * 3
+  # Shared memory: XLA's beside the recorded cubin, the flag's for the variant without.
   assert {launch[1:3] + launch[4:] for launch in fake.launches} == {
-      ("k_kernel", (2, 3, 1), 6, 0)}
+      ("k_kernel", (2, 3, 1), 6, 512), ("k_kernel", (2, 3, 1), 6, 64)}
+  assert result["builds"]["recorded"]["shared_bytes"] == 512
