@@ -574,11 +574,14 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
   d_start = r["write_tile_decay"][c, bh, tile.at][:, None] * d_end
   if dims.shared:
     def start_estimate(entries, token, entry_valid, store_at):
-      d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
+      # d_r0 = -d_values. The sign goes on the per-row scalars, not on the [rows, BD]
+      # rows (one instruction per element in XLA's build, session 47); negation is exact,
+      # so the results are bitwise those of negating the rows.
+      d_values = gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: its row's snapshot.
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
-                     jnp.sum(written * d_r0, axis=1), mask=entry_valid)
-      return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
+                     -jnp.sum(written * d_values, axis=1), mask=entry_valid)
+      return -r["entry_write_coef"][c, bh, entries][:, None] * d_values
 
     d_start = _segment_sums(tile.begin, tile.end,
                             _SegmentTerms.of(r["entry_token"], here, start_estimate), d_start,
