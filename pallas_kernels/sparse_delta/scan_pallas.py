@@ -349,6 +349,7 @@ class _RowTile(NamedTuple):
   valid: jax.Array     # [row_tile] rows that hold a slot
   begin: jax.Array     # [row_tile] each row's segment is the entries [begin, end)
   end: jax.Array
+  holds_slots: jax.Array  # any(valid): a tile past the chunk's slots has nothing to do
 
 
 class _Grid(NamedTuple):
@@ -379,7 +380,8 @@ def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _
     rows = first + jnp.arange(config.row_tile, dtype=jnp.int32)
   row_slot = r[f"{kind}_tile_slot"][c, bh, at]
   return _RowTile(c, bh, cols, at, rows, row_slot, row_slot < dims.num_slots,
-                  r[f"{kind}_tile_begin"][c, bh, at], r[f"{kind}_tile_end"][c, bh, at])
+                  r[f"{kind}_tile_begin"][c, bh, at], r[f"{kind}_tile_end"][c, bh, at],
+                  jnp.min(row_slot) < dims.num_slots)  # (Triton lowers no reduce_or)
 
 
 # Kernel refs: plan arrays and results kept for the backward are stacked over chunks
@@ -439,6 +441,16 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpr
   r = dict(zip(names, refs))
   grid = _Grid.of_program(r)
   tile = _row_tile(r, "write", dims, config, grid)
+
+  # A tile past the chunk's written slots (a chunk writes U of its C * W padded rows) has
+  # nothing to do, and its snapshot rows are never read (`_written_rows` skips it too).
+  @pl.when(tile.holds_slots)
+  def _():
+    _scatter_tile(r, tile, dims, config)
+
+
+def _scatter_tile(r, tile: _RowTile, dims: _Dims, config: KernelConfig):
+  """The forward scatter's work for a row tile that holds a written slot."""
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here = (c, bh)
   table = r["table_out"]
@@ -562,9 +574,23 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
   `_bwd_written_kernel`); with_reads: also the read cotangents of the rows the chunk reads
   (their read segments: `_union_rows`)."""
   tile = _row_tile(r, "write", dims, config, grid)
+
+  @pl.when(tile.holds_slots)
+  def _():
+    _written_tile(r, tile, dims, config, grid.slab, with_reads=with_reads)
+
+  @pl.when(jnp.logical_not(tile.holds_slots))
+  def _():  # no slot, no entries: only the end decays' (zero) gradient to write
+    pltriton.store(r["d_row_decay_out"].at[tile.c, tile.bh, grid.slab, tile.rows],
+                   jnp.zeros(tile.rows.shape, jnp.float32))
+
+
+def _written_tile(r, tile: _RowTile, dims: _Dims, config: KernelConfig, slab, *,
+                  with_reads: bool):
+  """`_written_rows`' work for a row tile that holds a written slot."""
   c, bh, cols, rows, row_slot, valid = (tile.c, tile.bh, tile.cols, tile.rows, tile.row_slot,
                                         tile.valid)
-  here, slab = (c, bh), grid.slab
+  here = (c, bh)
   written = pltriton.load(r["snapshot"].at[c, bh, rows[:, None], cols[None, :]],
                           eviction_policy=_eviction(config, "once"))
   snapshot_row = (c * dims.batch_heads + bh) * dims.write_rows + rows  # of the stacked ones
@@ -600,8 +626,16 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
 def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, interpret: bool):
   """The read-rows kernel's work for read row tile `grid.tile` (see `_bwd_read_kernel`)."""
   tile = _row_tile(r, "read", dims, config, grid)
+
+  @pl.when(tile.holds_slots)  # else nothing to add (past the chunk's read slots)
+  def _():
+    _read_tile(r, tile, config, grid.slab)
+
+
+def _read_tile(r, tile: _RowTile, config: KernelConfig, slab):
+  """`_read_rows`' work for a row tile that holds a read slot."""
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
-  here, slab = (c, bh), grid.slab
+  here = (c, bh)
 
   # Each entry's table row is its row's: loaded once for the tile.
   once = _eviction(config, "once")
