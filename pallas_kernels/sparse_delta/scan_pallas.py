@@ -31,7 +31,8 @@ stored once; and the row-tile kernels cut their rows into tiles by segment lengt
 reuses share a few tiles. Together 2.6 ms (5%) off `sdm_small`'s training step on the
 H200 (WORKSPACE.md, issue 11, session 27). A tile's per-row fields (slot, segment bounds,
 decay) are laid out in tile order (`layout.row_tiles`), so it loads each as one contiguous
-block rather than through its rows (0.3 ms off the step, session 28).
+block rather than through its rows (0.3 ms off the step, session 28). A row tile past the
+chunk's slots (the layouts are padded to C * W rows) returns at once.
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
