@@ -138,8 +138,9 @@ def row_tiles(entries: EntryLayout, row_order: str) -> RowTiles:
 
 
 def in_tile_order(per_row: jax.Array, rows: jax.Array | None) -> jax.Array:
-  """per_row [..., rows] at the positions of `RowTiles.rows` (None: unchanged)."""
-  return per_row if rows is None else jnp.take_along_axis(per_row, rows, axis=-1)
+  """per_row [..., rows] at the positions of `RowTiles.rows` (None: unchanged; else a
+  permutation of the rows, `depth_order`)."""
+  return per_row if rows is None else permuted(per_row, rows)
 
 
 def _layout_by_order(values, order, *, width: int, rows: int, rows_of):

@@ -710,7 +710,7 @@ def _dims(memory_shape, ids: ChunkIds, shared: bool, config: KernelConfig) -> _D
 def _sorted(coef, entries: layout.EntryLayout, width):
   """Token-major coefficients [n, BH, C, W] -> slot-sorted entries [n, BH, E]."""
   padded = layout.pad_entries(coef, width, 0)
-  return jnp.take_along_axis(padded.reshape(*padded.shape[:2], -1), entries.order, axis=-1)
+  return layout.permuted(padded.reshape(*padded.shape[:2], -1), entries.order)
 
 
 def _unsorted(sorted_values, entries: layout.EntryLayout, chunk, width, count):
@@ -718,7 +718,9 @@ def _unsorted(sorted_values, entries: layout.EntryLayout, chunk, width, count):
   lead = sorted_values.shape[:2]
   flat_values = sorted_values.reshape(-1, sorted_values.shape[-1])
   flat_order = entries.order.reshape(-1, entries.order.shape[-1])
-  token_major = jax.vmap(lambda v, o: jnp.zeros_like(v).at[o].set(v))(flat_values, flat_order)
+  # The order is a permutation (padding entries included): a plain scatter, no atomics.
+  token_major = jax.vmap(lambda v, o: jnp.zeros_like(v).at[o].set(v, unique_indices=True))(
+      flat_values, flat_order)
   return token_major.reshape(*lead, chunk, width)[..., :count]
 
 
