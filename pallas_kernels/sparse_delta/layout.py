@@ -59,6 +59,16 @@ def permuted(values: jax.Array, order: jax.Array) -> jax.Array:
   return one(values, order)
 
 
+def unpermuted(values: jax.Array, order: jax.Array) -> jax.Array:
+  """The inverse of `permuted`: out[..., order[..., e]] = values[..., e], for order [..., E]
+  a permutation of the last axis per leading index. Declared one (`unique_indices`), so
+  the scatter is a plain one, no atomics."""
+  one = lambda x, o: jnp.zeros_like(x).at[o].set(x, unique_indices=True)  # noqa: E731
+  for _ in range(order.ndim - 1):
+    one = jax.vmap(one)
+  return one(values, order)
+
+
 def segment_starts(sorted_values: jax.Array) -> jax.Array:
   """[E] bool: True at each entry of sorted_values [E] that starts a run of equal values."""
   return jnp.concatenate([jnp.ones((1,), bool), sorted_values[1:] != sorted_values[:-1]])

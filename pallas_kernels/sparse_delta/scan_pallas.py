@@ -715,13 +715,9 @@ def _sorted(coef, entries: layout.EntryLayout, width):
 
 def _unsorted(sorted_values, entries: layout.EntryLayout, chunk, width, count):
   """Slot-sorted entries [n, BH, E] -> token-major [n, BH, C, count] (the inverse)."""
-  lead = sorted_values.shape[:2]
-  flat_values = sorted_values.reshape(-1, sorted_values.shape[-1])
-  flat_order = entries.order.reshape(-1, entries.order.shape[-1])
-  # The order is a permutation (padding entries included): a plain scatter, no atomics.
-  token_major = jax.vmap(lambda v, o: jnp.zeros_like(v).at[o].set(v, unique_indices=True))(
-      flat_values, flat_order)
-  return token_major.reshape(*lead, chunk, width)[..., :count]
+  # The order is a permutation (padding entries included).
+  token_major = layout.unpermuted(sorted_values, entries.order)
+  return token_major.reshape(*sorted_values.shape[:2], chunk, width)[..., :count]
 
 
 def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
