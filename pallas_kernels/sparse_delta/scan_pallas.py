@@ -447,10 +447,10 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpr
   # nothing to do, and its snapshot rows are never read (`_written_rows` skips it too).
   @pl.when(tile.holds_slots)
   def _():
-    _scatter_tile(r, tile, dims, config)
+    _scatter_tile(r, tile, dims, config, interpret)
 
 
-def _scatter_tile(r, tile: _RowTile, dims: _Dims, config: KernelConfig):
+def _scatter_tile(r, tile: _RowTile, dims: _Dims, config: KernelConfig, interpret: bool):
   """The forward scatter's work for a row tile that holds a written slot."""
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here = (c, bh)
@@ -578,7 +578,8 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
 
   @pl.when(tile.holds_slots)
   def _():
-    _written_tile(r, tile, dims, config, grid.slab, with_reads=with_reads)
+    _written_tile(r, tile, dims, config, grid.slab, with_reads=with_reads,
+                  interpret=interpret)
 
   @pl.when(jnp.logical_not(tile.holds_slots))
   def _():  # no slot, no entries: only the end decays' (zero) gradient to write
@@ -587,7 +588,7 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
 
 
 def _written_tile(r, tile: _RowTile, dims: _Dims, config: KernelConfig, slab, *,
-                  with_reads: bool):
+                  with_reads: bool, interpret: bool):
   """`_written_rows`' work for a row tile that holds a written slot."""
   c, bh, cols, rows, row_slot, valid = (tile.c, tile.bh, tile.cols, tile.rows, tile.row_slot,
                                         tile.valid)
@@ -630,10 +631,10 @@ def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, interpret: boo
 
   @pl.when(tile.holds_slots)  # else nothing to add (past the chunk's read slots)
   def _():
-    _read_tile(r, tile, config, grid.slab)
+    _read_tile(r, tile, config, grid.slab, interpret)
 
 
-def _read_tile(r, tile: _RowTile, config: KernelConfig, slab):
+def _read_tile(r, tile: _RowTile, config: KernelConfig, slab, interpret: bool):
   """`_read_rows`' work for a row tile that holds a read slot."""
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here = (c, bh)
