@@ -39,6 +39,21 @@ def triton_barrier(interpret: bool) -> None:
     pltriton.debug_barrier()
 
 
+def fused_multiply_add(a: jax.Array, b: jax.Array, c: jax.Array, interpret: bool
+                       ) -> jax.Array:
+  """Inside a GPU kernel: a * b + c in float32 (broadcast to one shape), rounded once
+  (PTX `fma.rn.f32`). Triton as XLA builds it kept a multiply and an add apart, two
+  instructions per element (session 47). Interpret mode: a * b + c, rounded twice."""
+  if interpret:
+    return a * b + c
+  shape = jnp.broadcast_shapes(a.shape, b.shape, c.shape)
+  args = [jnp.broadcast_to(x.astype(jnp.float32), shape) for x in (a, b, c)]
+  [result] = pltriton.elementwise_inline_asm(
+      "fma.rn.f32 $0, $1, $2, $3;", args=args, constraints="=f,f,f,f", pack=1,
+      result_shape_dtypes=[jax.ShapeDtypeStruct(shape, jnp.float32)])
+  return result
+
+
 def _int32_index(index):
   """An atomic's index with its Python ints as int32 scalars (Pallas' atomics take arrays)."""
   return jax.tree.map(lambda i: jnp.asarray(i, jnp.int32), index)

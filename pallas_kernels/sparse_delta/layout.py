@@ -59,6 +59,16 @@ def permuted(values: jax.Array, order: jax.Array) -> jax.Array:
   return one(values, order)
 
 
+def unpermuted(values: jax.Array, order: jax.Array) -> jax.Array:
+  """The inverse of `permuted`: out[..., order[..., e]] = values[..., e], for order [..., E]
+  a permutation of the last axis per leading index. Declared one (`unique_indices`), so
+  the scatter is a plain one, no atomics."""
+  one = lambda x, o: jnp.zeros_like(x).at[o].set(x, unique_indices=True)  # noqa: E731
+  for _ in range(order.ndim - 1):
+    one = jax.vmap(one)
+  return one(values, order)
+
+
 def segment_starts(sorted_values: jax.Array) -> jax.Array:
   """[E] bool: True at each entry of sorted_values [E] that starts a run of equal values."""
   return jnp.concatenate([jnp.ones((1,), bool), sorted_values[1:] != sorted_values[:-1]])
@@ -138,8 +148,9 @@ def row_tiles(entries: EntryLayout, row_order: str) -> RowTiles:
 
 
 def in_tile_order(per_row: jax.Array, rows: jax.Array | None) -> jax.Array:
-  """per_row [..., rows] at the positions of `RowTiles.rows` (None: unchanged)."""
-  return per_row if rows is None else jnp.take_along_axis(per_row, rows, axis=-1)
+  """per_row [..., rows] at the positions of `RowTiles.rows` (None: unchanged; else a
+  permutation of the rows, `depth_order`)."""
+  return per_row if rows is None else permuted(per_row, rows)
 
 
 def _layout_by_order(values, order, *, width: int, rows: int, rows_of):

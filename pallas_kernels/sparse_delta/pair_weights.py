@@ -230,15 +230,15 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
   n, chunk, width = pos.shape
   table_rows = begin.shape[-1] - 1  # U + 1; row U is the zero row
   rows = layout.num_rows(table_rows, config.row_tile)
-  entry_row = jnp.take_along_axis(pos.reshape(n, -1).astype(jnp.int32), order, axis=-1)
+  # `order` is a permutation of each chunk's entries (phase 1's sort).
+  entry_row = layout.permuted(pos.reshape(n, -1).astype(jnp.int32), order)
   valid = entry_row < table_rows - 1
   entry_row = jnp.where(valid, entry_row, -1)
   # Tile t owns the entries from the first valid one of row >= t * row_tile: a running max
   # of the rows skips the invalid entries interleaved among them (the kernel masks those).
   entry_begin = jax.vmap(lambda r: layout.tile_starts(r, rows, config.row_tile))(
       lax.cummax(entry_row, axis=1))
-  by_entry = lambda x: jnp.take_along_axis(  # noqa: E731
-      x.reshape(n, -1), order, axis=-1)
+  by_entry = lambda x: layout.permuted(x.reshape(n, -1), order)  # noqa: E731
   # Each entry's segment bounds, gathered here so that the kernel's loads of its writers
   # wait on one load less.
   safe_row = jnp.where(valid, entry_row, table_rows - 1)  # the zero row: an empty segment
@@ -264,7 +264,7 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
   d_key = jax.vmap(lambda cells, r, u: cells[r, u])(d_cells, row, token)
   # Entries in no tile were never written: they are the ones of row U, whose gradient is 0.
   d_entry_weight = jnp.where(valid, d_entry_weight, 0)
-  d_weights = jax.vmap(lambda d, o: jnp.zeros_like(d).at[o].set(d))(d_entry_weight, order)
+  d_weights = layout.unpermuted(d_entry_weight, order)
   d_weights = d_weights.reshape(weights.shape)
   d_log = weights.astype(jnp.float32) * d_weights
   d_cum_log = -key.astype(jnp.float32) * d_key  # d/dL_j of k_j exp(l - L_j) is -k_j E

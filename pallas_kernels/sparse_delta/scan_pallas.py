@@ -31,7 +31,8 @@ stored once; and the row-tile kernels cut their rows into tiles by segment lengt
 reuses share a few tiles. Together 2.6 ms (5%) off `sdm_small`'s training step on the
 H200 (WORKSPACE.md, issue 11, session 27). A tile's per-row fields (slot, segment bounds,
 decay) are laid out in tile order (`layout.row_tiles`), so it loads each as one contiguous
-block rather than through its rows (0.3 ms off the step, session 28).
+block rather than through its rows (0.3 ms off the step, session 28). A row tile past the
+chunk's slots (the layouts are padded to C * W rows) returns at once.
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
 
@@ -277,9 +278,9 @@ def _scatter(ref, lead, rows, cols, values, valid, eviction_policy=None):
 
 class _SegmentTerms(NamedTuple):
   """What a segment loop adds per entry (`_segment_sums`): token(entries) loads each entry's
-  token [rows]; contribution(entries, token, valid, store_at) returns one [BD] row per row
-  of the tile, for entries[i] in row i's segment, token its `token`; num_entries: the
-  chunk's entries (entry ids are below it)."""
+  token [rows]; contribution(entries, token, valid, store_at) returns (scale [rows], rows
+  [rows, BD]), the term scale[:, None] * rows for entries[i] in row i's segment, token its
+  `token`; num_entries: the chunk's entries (entry ids are below it)."""
   token: Callable[[jax.Array], jax.Array]
   contribution: Callable[..., jax.Array]
   num_entries: int
@@ -291,12 +292,14 @@ class _SegmentTerms(NamedTuple):
                          tokens_ref.shape[-1])
 
 
-def _segment_sums(begin, end, entries: _SegmentTerms, initial, prefetch: bool):
+def _segment_sums(begin, end, entries: _SegmentTerms, initial, prefetch: bool,
+                  interpret: bool):
   """`initial[i]` plus the sum over entries [begin[i], end[i]) of `entries.contribution`,
   for rows i of a tile (begin, end [rows]), in float32: at step k every row adds its
   segment's k-th entry, for as many steps as the tile's longest segment. (Summing onto
   `initial` keeps one [rows, BD] array live across the loop instead of two.) prefetch: load
-  step k + 1's tokens before step k's contribution (`KernelConfig.prefetch_entries`).
+  step k + 1's tokens before step k's contribution (`KernelConfig.prefetch_entries`). Each
+  term is added by one fused multiply-add per element (`platform.fused_multiply_add`).
 
   The entries passed are clamped in bounds (for unmasked loads); `store_at` puts invalid
   lanes out of bounds, so masked per-entry stores never alias a valid lane (in interpret
@@ -309,11 +312,15 @@ def _segment_sums(begin, end, entries: _SegmentTerms, initial, prefetch: bool):
     return (jnp.where(valid, at, entries.num_entries - 1), valid,
             jnp.where(valid, at, entries.num_entries))
 
+  def add(acc, term):
+    scale, rows = term
+    return platform.fused_multiply_add(scale[:, None], rows, acc, interpret)
+
   steps = jnp.max(end - begin)
   if not prefetch:
     def depth(k, acc):
       safe, valid, store_at = step(k)
-      return acc + entries.contribution(safe, entries.token(safe), valid, store_at)
+      return add(acc, entries.contribution(safe, entries.token(safe), valid, store_at))
 
     return lax.fori_loop(0, steps, depth, initial)
 
@@ -321,7 +328,7 @@ def _segment_sums(begin, end, entries: _SegmentTerms, initial, prefetch: bool):
     acc, token = carry
     safe, valid, store_at = step(k)
     upcoming = entries.token(step(k + 1)[0])
-    return acc + entries.contribution(safe, token, valid, store_at), upcoming
+    return add(acc, entries.contribution(safe, token, valid, store_at)), upcoming
 
   return lax.fori_loop(0, steps, depth_prefetched, (initial, entries.token(step(0)[0])))[0]
 
@@ -343,6 +350,7 @@ class _RowTile(NamedTuple):
   valid: jax.Array     # [row_tile] rows that hold a slot
   begin: jax.Array     # [row_tile] each row's segment is the entries [begin, end)
   end: jax.Array
+  holds_slots: jax.Array  # any(valid): a tile past the chunk's slots has nothing to do
 
 
 class _Grid(NamedTuple):
@@ -373,7 +381,8 @@ def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _
     rows = first + jnp.arange(config.row_tile, dtype=jnp.int32)
   row_slot = r[f"{kind}_tile_slot"][c, bh, at]
   return _RowTile(c, bh, cols, at, rows, row_slot, row_slot < dims.num_slots,
-                  r[f"{kind}_tile_begin"][c, bh, at], r[f"{kind}_tile_end"][c, bh, at])
+                  r[f"{kind}_tile_begin"][c, bh, at], r[f"{kind}_tile_end"][c, bh, at],
+                  jnp.min(row_slot) < dims.num_slots)  # (Triton lowers no reduce_or)
 
 
 # Kernel refs: plan arrays and results kept for the backward are stacked over chunks
@@ -430,10 +439,19 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
 def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
   """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u]
   for the tile's slots, in place, after saving their old rows in the snapshot."""
-  del interpret
   r = dict(zip(names, refs))
   grid = _Grid.of_program(r)
   tile = _row_tile(r, "write", dims, config, grid)
+
+  # A tile past the chunk's written slots (a chunk writes U of its C * W padded rows) has
+  # nothing to do, and its snapshot rows are never read (`_written_rows` skips it too).
+  @pl.when(tile.holds_slots)
+  def _():
+    _scatter_tile(r, tile, dims, config, interpret)
+
+
+def _scatter_tile(r, tile: _RowTile, dims: _Dims, config: KernelConfig, interpret: bool):
+  """The forward scatter's work for a row tile that holds a written slot."""
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
   here = (c, bh)
   table = r["table_out"]
@@ -445,11 +463,11 @@ def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpr
   def update(entries, token, entry_valid, store_at):
     del store_at
     delta = gather_rows(delta_ref, here, token, cols, entry_valid)
-    return r["entry_update_coef"][c, bh, entries][:, None] * delta
+    return r["entry_update_coef"][c, bh, entries], delta
 
   decay = r["write_tile_decay"][c, bh, tile.at]
   new_rows = _segment_sums(tile.begin, tile.end, _SegmentTerms.of(r["entry_token"], here, update),
-                           decay[:, None] * written, config.prefetch_entries)
+                           decay[:, None] * written, config.prefetch_entries, interpret)
   _scatter(table, (bh,), row_slot, cols, new_rows, valid, _eviction(config, "last"))
 
 
@@ -501,9 +519,8 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   chunk's start: d_start[s] = E[s] d_end[s] (+ sum_{u writes s} wc[u,s] d_r0[u], shared
   form), and records in `next_write` that this chunk's snapshot holds their rows as this
   and every earlier chunk back to their previous writer found them."""
-  del interpret
   r = dict(zip(names, refs))
-  _written_rows(r, dims, config, _Grid.of_program(r), with_reads=False)
+  _written_rows(r, dims, config, _Grid.of_program(r), with_reads=False, interpret=interpret)
 
 
 def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
@@ -512,9 +529,8 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   the read coefficients' gradient M[s] . d_out[t], with M[s] as the chunk found it: the
   snapshot of the next chunk (this one or a later one) that wrote s, or the final table if
   none did (`next_write`)."""
-  del interpret
   r = dict(zip(names, refs))
-  _read_rows(r, dims, config, _Grid.of_program(r))
+  _read_rows(r, dims, config, _Grid.of_program(r), interpret)
 
 
 def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -525,18 +541,17 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   the read rows the chunk does not write (their read tiles hold no slot there:
   `_union_rows`). So a slot both written and read is loaded and stored once, and the
   chunk's backward is one launch fewer."""
-  del interpret
   r = dict(zip(names, refs))
   grid = _Grid.of_program(r)
   write_tiles = dims.write_rows // config.row_tile
 
   @pl.when(grid.tile < write_tiles)
   def _():
-    _written_rows(r, dims, config, grid, with_reads=True)
+    _written_rows(r, dims, config, grid, with_reads=True, interpret=interpret)
 
   @pl.when(grid.tile >= write_tiles)
   def _():
-    _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles))
+    _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles), interpret)
 
 
 def _read_cotangent(r, here, slab, cols, table_rows) -> _SegmentTerms:
@@ -549,19 +564,35 @@ def _read_cotangent(r, here, slab, cols, table_rows) -> _SegmentTerms:
     d_out = gather_rows(r["d_out"], here, token, cols, entry_valid)
     pltriton.store(r["d_entry_read_coef_out"].at[c, bh, slab, store_at],
                    jnp.sum(table_rows * d_out, axis=1), mask=entry_valid)
-    return r["read_entry_coef"][c, bh, entries][:, None] * d_out
+    return r["read_entry_coef"][c, bh, entries], d_out
 
   return _SegmentTerms.of(r["read_entry_token"], here, contribution)
 
 
-def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_reads: bool):
+def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_reads: bool,
+                  interpret: bool):
   """The written-rows kernel's work for write row tile `grid.tile` (see
   `_bwd_written_kernel`); with_reads: also the read cotangents of the rows the chunk reads
   (their read segments: `_union_rows`)."""
   tile = _row_tile(r, "write", dims, config, grid)
+
+  @pl.when(tile.holds_slots)
+  def _():
+    _written_tile(r, tile, dims, config, grid.slab, with_reads=with_reads,
+                  interpret=interpret)
+
+  @pl.when(jnp.logical_not(tile.holds_slots))
+  def _():  # no slot, no entries: only the end decays' (zero) gradient to write
+    pltriton.store(r["d_row_decay_out"].at[tile.c, tile.bh, grid.slab, tile.rows],
+                   jnp.zeros(tile.rows.shape, jnp.float32))
+
+
+def _written_tile(r, tile: _RowTile, dims: _Dims, config: KernelConfig, slab, *,
+                  with_reads: bool, interpret: bool):
+  """`_written_rows`' work for a row tile that holds a written slot."""
   c, bh, cols, rows, row_slot, valid = (tile.c, tile.bh, tile.cols, tile.rows, tile.row_slot,
                                         tile.valid)
-  here, slab = (c, bh), grid.slab
+  here = (c, bh)
   written = pltriton.load(r["snapshot"].at[c, bh, rows[:, None], cols[None, :]],
                           eviction_policy=_eviction(config, "once"))
   snapshot_row = (c * dims.batch_heads + bh) * dims.write_rows + rows  # of the stacked ones
@@ -574,28 +605,39 @@ def _written_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, *, with_rea
   d_start = r["write_tile_decay"][c, bh, tile.at][:, None] * d_end
   if dims.shared:
     def start_estimate(entries, token, entry_valid, store_at):
-      d_r0 = -gather_rows(r["d_values"], here, token, cols, entry_valid)
+      # d_r0 = -d_values. The sign goes on the per-row scalars, not on the [rows, BD]
+      # rows (one instruction per element in XLA's build, session 47); negation is exact,
+      # so the results are bitwise those of negating the rows.
+      d_values = gather_rows(r["d_values"], here, token, cols, entry_valid)
       # The entry's row as the chunk found it: its row's snapshot.
       pltriton.store(r["d_entry_write_coef_out"].at[c, bh, slab, store_at],
-                     jnp.sum(written * d_r0, axis=1), mask=entry_valid)
-      return r["entry_write_coef"][c, bh, entries][:, None] * d_r0
+                     -jnp.sum(written * d_values, axis=1), mask=entry_valid)
+      return -r["entry_write_coef"][c, bh, entries], d_values
 
     d_start = _segment_sums(tile.begin, tile.end,
                             _SegmentTerms.of(r["entry_token"], here, start_estimate), d_start,
-                            config.prefetch_entries)
+                            config.prefetch_entries, interpret)
   if with_reads:  # an empty segment where the chunk does not read s
     begin = r["write_tile_read_begin"][c, bh, tile.at]
     end = r["write_tile_read_end"][c, bh, tile.at]
     d_start = _segment_sums(begin, end, _read_cotangent(r, here, slab, cols, written),
-                            d_start, config.prefetch_entries)
+                            d_start, config.prefetch_entries, interpret)
   _scatter(d_table, (bh,), row_slot, cols, d_start, valid, _eviction(config, "last"))
 
 
-def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid):
+def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid, interpret: bool):
   """The read-rows kernel's work for read row tile `grid.tile` (see `_bwd_read_kernel`)."""
   tile = _row_tile(r, "read", dims, config, grid)
+
+  @pl.when(tile.holds_slots)  # else nothing to add (past the chunk's read slots)
+  def _():
+    _read_tile(r, tile, config, grid.slab, interpret)
+
+
+def _read_tile(r, tile: _RowTile, config: KernelConfig, slab, interpret: bool):
+  """`_read_rows`' work for a row tile that holds a read slot."""
   c, bh, cols, row_slot, valid = tile.c, tile.bh, tile.cols, tile.row_slot, tile.valid
-  here, slab = (c, bh), grid.slab
+  here = (c, bh)
 
   # Each entry's table row is its row's: loaded once for the tile.
   once = _eviction(config, "once")
@@ -609,7 +651,7 @@ def _read_rows(r, dims: _Dims, config: KernelConfig, grid: _Grid):
   end = jnp.where(valid, tile.end, tile.begin)  # a union's skipped rows: a write tile's
   _scatter(d_table, (bh,), row_slot, cols,
            _segment_sums(tile.begin, end, _read_cotangent(r, here, slab, cols, tile_rows),
-                         current, config.prefetch_entries), valid)
+                         current, config.prefetch_entries, interpret), valid)
 
 
 # ------------------------------------------------------------------------------ host side
@@ -669,16 +711,14 @@ def _dims(memory_shape, ids: ChunkIds, shared: bool, config: KernelConfig) -> _D
 def _sorted(coef, entries: layout.EntryLayout, width):
   """Token-major coefficients [n, BH, C, W] -> slot-sorted entries [n, BH, E]."""
   padded = layout.pad_entries(coef, width, 0)
-  return jnp.take_along_axis(padded.reshape(*padded.shape[:2], -1), entries.order, axis=-1)
+  return layout.permuted(padded.reshape(*padded.shape[:2], -1), entries.order)
 
 
 def _unsorted(sorted_values, entries: layout.EntryLayout, chunk, width, count):
   """Slot-sorted entries [n, BH, E] -> token-major [n, BH, C, count] (the inverse)."""
-  lead = sorted_values.shape[:2]
-  flat_values = sorted_values.reshape(-1, sorted_values.shape[-1])
-  flat_order = entries.order.reshape(-1, entries.order.shape[-1])
-  token_major = jax.vmap(lambda v, o: jnp.zeros_like(v).at[o].set(v))(flat_values, flat_order)
-  return token_major.reshape(*lead, chunk, width)[..., :count]
+  # The order is a permutation (padding entries included).
+  token_major = layout.unpermuted(sorted_values, entries.order)
+  return token_major.reshape(*sorted_values.shape[:2], chunk, width)[..., :count]
 
 
 def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):

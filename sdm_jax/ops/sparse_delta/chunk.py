@@ -114,7 +114,7 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
   sorted_ids = write_ids[write_order]
   # The position of each sorted write's slot among the unique written slots.
   position = jnp.cumsum(layout.segment_starts(sorted_ids).astype(jnp.int32)) - 1
-  write_pos = jnp.zeros_like(position).at[write_order].set(position).reshape(chunk, num_writes)
+  write_pos = layout.unpermuted(position, write_order).reshape(chunk, num_writes)
   # Distinct out-of-range padding ids after the real slots: gathers fill them with zeros,
   # scatters drop them, and the slots stay sorted and unique, which both are promised.
   slots = (num_slots + jnp.arange(num_unique, dtype=jnp.int32)).at[position].set(sorted_ids)
@@ -181,8 +181,8 @@ def _entry_logs(log_decay, write_order, entry_ids: _EntryIds):
   next_step = jnp.where(same_as_next, jnp.concatenate([steps[1:], steps[:1]]), 0)
   reversed_start = (num_entries - begin[rows + 1])[::-1]
   later = _segment_cumsum(next_step[::-1], reversed_start, chunk)[::-1]
-  token_major = lambda x: jnp.zeros_like(x).at[write_order].set(  # noqa: E731
-      x, unique_indices=True).reshape(chunk, num_writes)
+  token_major = lambda x: layout.unpermuted(x, write_order).reshape(  # noqa: E731
+      chunk, num_writes)
   writer = entry_ids.read_writer
   read_log = jnp.where(writer >= 0, cum_log[jnp.maximum(writer, 0)], 0)
   last = begin[1:-1] - 1  # of each row's segment, U rows

@@ -137,15 +137,31 @@ def test_row_tiles_reject_an_unknown_row_order():
     layout.row_tiles(entries, "random")
 
 
-def test_permuted_matches_take_along_axis_and_its_gradient():
-  rng = np.random.default_rng(5)
+def _permutation_case(seed):
+  """(values [3, 2, 16], order: a permutation of the last axis per leading index, grad):
+  grad(f) is the gradient at values of sum(w * f(x)) for random weights w."""
+  rng = np.random.default_rng(seed)
   values = jnp.asarray(rng.normal(size=(3, 2, 16)), jnp.float32)
   order = jnp.asarray(np.stack([np.stack([rng.permutation(16) for _ in range(2)])
                                 for _ in range(3)]), jnp.int32)
   weights = jnp.asarray(rng.normal(size=(3, 2, 16)), jnp.float32)
+  return values, order, lambda f: jax.grad(lambda x: jnp.sum(weights * f(x)))(values)
+
+
+def test_permuted_matches_take_along_axis_and_its_gradient():
+  values, order, grad = _permutation_case(5)
   np.testing.assert_array_equal(layout.permuted(values, order),
                                 jnp.take_along_axis(values, order, axis=-1))
-  grad = lambda f: jax.grad(lambda x: jnp.sum(weights * f(x)))(values)  # noqa: E731
   np.testing.assert_array_equal(
       grad(lambda x: layout.permuted(x, order)),
       grad(lambda x: jnp.take_along_axis(x, order, axis=-1)))
+
+
+def test_unpermuted_inverts_permuted_and_matches_a_scatter_and_its_gradient():
+  values, order, grad = _permutation_case(6)
+  scatter = lambda x: jax.vmap(jax.vmap(  # noqa: E731
+      lambda v, o: jnp.zeros_like(v).at[o].set(v)))(x, order)
+  np.testing.assert_array_equal(layout.unpermuted(values, order), scatter(values))
+  np.testing.assert_array_equal(layout.unpermuted(layout.permuted(values, order), order),
+                                values)
+  np.testing.assert_array_equal(grad(lambda x: layout.unpermuted(x, order)), grad(scatter))

@@ -134,8 +134,10 @@ def test_kernel_with_a_bfloat16_table_matches_the_twin():
 def test_slots_written_by_every_token_make_segments_as_deep_as_the_chunk(
     l2_hints, backward_rows, row_order):
   """Head 1 of `random_inputs` writes the same W slots at every token: each slot's segment
-  holds C = 32 entries, deeper than the row tile, beside rows of one entry. (The L2 hints
-  change where rows sit in the cache, never what is loaded.)"""
+  holds C = 32 entries, deeper than the row tile, beside rows of one entry; and its 4
+  slots fill one of the chunk's 8 write tiles (128 entries, tiles of 16 rows), so the
+  kernels skip the 7 tiles past them. (The L2 hints change where rows sit in the cache,
+  never what is loaded.)"""
   memory, plan = _plan(5, error="shared", batch=1, seq_len=32, heads=2, num_slots=24,
                        value_dim=16, writes=4, reads=4, chunk_size=32)
   kernel = functools.partial(
