@@ -11,13 +11,13 @@ from __future__ import annotations
 import functools
 
 import jax
-from jax.extend.core import jaxprs_in_params
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from pallas_kernels.gated_delta import chunk_pallas
 from sdm_jax.ops import gated_delta
+from tests.pallas_kernels.pallas_calls import kernel_names, pallas_calls
 
 interpret_on_cpu = pytest.mark.skipif(
     jax.default_backend() == "gpu", reason="interpret-mode semantics tests run on CPU")
@@ -181,22 +181,6 @@ def test_kernels_match_the_chunked_twin(case):
       assert _relative_error(got, want) < tolerance, name
 
 
-def _pallas_calls(jaxpr, calls=None):
-  """Every pallas_call equation in `jaxpr` and its sub-jaxprs, in order."""
-  calls = [] if calls is None else calls
-  for eqn in jaxpr.eqns:
-    if eqn.primitive.name == "pallas_call":
-      calls.append(eqn)
-    for sub in jaxprs_in_params(eqn.params):
-      _pallas_calls(sub, calls)
-  return calls
-
-
-def _kernel_names(jaxpr):
-  """Names of the kernel functions of every pallas_call in `jaxpr` and its sub-jaxprs."""
-  return [eqn.params["jaxpr"].debug_info.func_name for eqn in _pallas_calls(jaxpr)]
-
-
 def _gradient_jaxpr(op, inputs):
   """The jaxpr of the gradient of sum(o) + sum(final state) w.r.t. every one of `inputs`
   (q, k, v, g, beta, initial state) of `op(*inputs) -> (o, final state)`."""
@@ -214,11 +198,11 @@ def test_gradients_run_the_backward_kernels_or_the_twin():
                                     value_dim=16)
   op = functools.partial(gated_delta.gated_delta_rule, chunk_size=16, impl="pallas")
   forward = jax.make_jaxpr(op)(q, k, v, g, beta, initial_state=state)
-  assert _kernel_names(forward.jaxpr) == ["_prepare_kernel", "_forward_kernel",
+  assert kernel_names(forward.jaxpr) == ["_prepare_kernel", "_forward_kernel",
                                           "_output_kernel"]
 
   def gradient_kernels(op):
-    return _kernel_names(_gradient_jaxpr(lambda *x: op(*x[:5], initial_state=x[5]),
+    return kernel_names(_gradient_jaxpr(lambda *x: op(*x[:5], initial_state=x[5]),
                                          (q, k, v, g, beta, state)))
 
   assert gradient_kernels(op) == [
@@ -239,14 +223,14 @@ def test_values_form_runs_its_own_kernels_and_writes_transitions_only_for_gradie
   op = functools.partial(chunk_pallas.gated_delta_rule, scale=1.0, chunk_size=16,
                          config=config, interpret=True)
   forward = jax.make_jaxpr(op)(q, k, v, g, beta, state)
-  assert _kernel_names(forward.jaxpr) == ["_prepare_values_kernel", "_values_state_kernel",
+  assert kernel_names(forward.jaxpr) == ["_prepare_values_kernel", "_values_state_kernel",
                                           "_output_values_kernel"]
-  prepare = _pallas_calls(forward.jaxpr)[0]
+  prepare = pallas_calls(forward.jaxpr)[0]
   assert len(prepare.outvars) == 4  # w, K~, u and X: no transitions without gradients
 
   gradient = _gradient_jaxpr(op, (q, k, v, g, beta, state))
-  assert len(_pallas_calls(gradient)[0].outvars) == 5  # and the transitions
-  assert _kernel_names(gradient) == [
+  assert len(pallas_calls(gradient)[0].outvars) == 5  # and the transitions
+  assert kernel_names(gradient) == [
       "_prepare_values_kernel", "_values_state_kernel", "_output_values_kernel",
       "_start_gradient_kernel", "_backward_kernel", "_chunk_backward_kernel"]
 
@@ -259,7 +243,7 @@ def test_split_backward_runs_two_kernels_in_place_of_the_fused_one():
                          config=config, interpret=True)
 
   gradient = _gradient_jaxpr(op, (q, k, v, g, beta, state))
-  assert _kernel_names(gradient)[3:] == [
+  assert kernel_names(gradient)[3:] == [
       "_start_gradient_kernel", "_backward_kernel", "_written_gradient_kernel",
       "_chunk_sums_backward_kernel"]
 
