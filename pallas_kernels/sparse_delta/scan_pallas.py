@@ -129,11 +129,22 @@ class KernelConfig(NamedTuple):
   # wider slabs do less of it; more warps keep the registers per thread.
   backward_rows_cols: int | None = None
   backward_rows_warps: int | None = None
+  # The gather kernels (forward and backward) on warps of their own (None: num_warps). A
+  # gather program has no loop: it loads its token's W rows at once and sums them over the
+  # entries, which on 4 warps crosses warps through shared memory. XLA's build for the H200
+  # (session 48), warp-instructions per program (registers, programs per SM) on 4 / 2 / 1
+  # warps: forward 2,048 (40, 12) / 1,664 (64, 16) / 1,432 (96, 21); backward 1,600 (64,
+  # 8) / 1,280 (96, 10) / 1,120 (168, 12). Untimed.
+  gather_warps: int | None = None
   # The segment loops (`_segment_sums`) load the next step's entry tokens while this step's
   # token rows are gathered, so a step waits on one load instead of two in turn.
   # `sdm_small`'s step on the H200, back to back: 44.18 / 44.26 ms against 44.54 / 44.60
   # without, in one call; 44.46 against 44.78 / 44.81 in another (WORKSPACE.md, session 34).
   prefetch_entries: bool = True
+
+  def gather_config(self) -> "KernelConfig":
+    """The config the gather kernels run with."""
+    return self._replace(num_warps=self.gather_warps or self.num_warps)
 
   def backward_rows_config(self) -> "KernelConfig":
     """The config the backward's row kernels run with."""
@@ -194,8 +205,8 @@ def check_config(config: KernelConfig, value_dim: int) -> None:
   if config.l2_hints not in L2_HINTS:
     raise ValueError(f"KernelConfig.l2_hints must be one of {tuple(L2_HINTS)}, "
                      f"got {config.l2_hints!r}")
-  check_power_of_two_fields(config, ("backward_rows_cols", "backward_rows_warps"),
-                            allow_none=True)
+  check_power_of_two_fields(config, ("backward_rows_cols", "backward_rows_warps",
+                                    "gather_warps"), allow_none=True)
   for field in ("block_cols", "backward_rows_cols"):
     cols = getattr(config, field)
     if cols is not None and value_dim % cols:
@@ -839,6 +850,7 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
   """Chunk c: carry (table [BH, N, Dv], results stacked over chunks) -> the same, updated."""
   table, saved = carry
   kw = dict(dims=dims, config=config, interpret=interpret)
+  gather_kw = dict(kw, config=config.gather_config())
   bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
   tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
   gather_in = dict(table=table, **_pick(xs, "read_slot", "read_coef"))
@@ -848,7 +860,7 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
     gather_out.update(r0=tokens)
   group = dims.token_group(config)
   gathered = _call(_fwd_gather_kernel, (bh, dims.chunk // group, slabs), c, gather_in,
-                   gather_out, **kw)
+                   gather_out, **gather_kw)
 
   stacked = ("out", "y", "delta") if dims.shared else ("out",)
   dense_in = dict(out_read=gathered["out_read"], **_pick(xs, "qk", "values"),
@@ -876,6 +888,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   holds it (no later chunk wrote the slot)."""
   next_write, d_table, grads = carry
   kw = dict(dims=dims, config=config, interpret=interpret)
+  gather_kw = dict(kw, config=config.gather_config())
   bh, slabs = dims.batch_heads, dims.value_dim // config.block_cols
   tokens = jax.ShapeDtypeStruct((bh, dims.chunk, dims.value_dim), jnp.float32)
   group = dims.token_group(config)
@@ -885,7 +898,7 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
     gather_in.update(delta=xs["delta"])
   gathered = _call(_bwd_gather_kernel, (bh, dims.chunk // group, slabs), c, gather_in,
                    dict(kd=tokens, d_update_coef=grads["d_update_coef"]),
-                   aliases=("d_update_coef",), **kw)
+                   aliases=("d_update_coef",), **gather_kw)
   grads = dict(grads, d_update_coef=gathered["d_update_coef"])
 
   stacked = ("d_delta", "d_values") if dims.shared else ("d_delta",)

@@ -17,6 +17,7 @@ from pallas_kernels.sparse_delta import scan_pallas
 from pallas_kernels.sparse_delta import scan_xla
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.sparse_delta import chunk
+from tests.pallas_kernels.pallas_calls import pallas_calls
 from tests.pallas_kernels.sparse_delta.uninitialized import poison_uninitialized
 from tests.sdm_jax.ops.test_sparse_delta import random_inputs
 
@@ -183,6 +184,27 @@ def test_backward_rows_on_their_own_slabs_match_the_twin(backward_rows, cols, wa
            _outputs_and_grads(xla, memory, plan, 12), 1e-5)
 
 
+@pytest.mark.parametrize("gather_warps,backward_rows_warps", [(None, None), (2, 8)])
+def test_each_kernel_launches_on_the_warps_its_fields_give(gather_warps, backward_rows_warps):
+  """The gather kernels, forward and backward, on `gather_warps`, the backward's row
+  kernels on `backward_rows_warps`, every other kernel on num_warps (None: num_warps)."""
+  memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
+  config = SMALL._replace(num_warps=4, gather_warps=gather_warps,
+                          backward_rows_warps=backward_rows_warps)
+
+  def loss(memory, coefs):
+    out, final = scan_pallas.scan_chunks(memory, plan._replace(coefs=coefs), error="shared",
+                                         interpret=True, config=config)
+    return out.sum() + final.sum()
+
+  jaxpr = jax.make_jaxpr(jax.grad(loss, argnums=(0, 1)))(memory, plan.coefs).jaxpr
+  warps = {eqn.params["name"]: eqn.params["compiler_params"].num_warps
+           for eqn in pallas_calls(jaxpr)}
+  assert warps == {"fwd_gather_kernel": gather_warps or 4, "fwd_dense_kernel": 4,
+                   "fwd_scatter_kernel": 4, "bwd_gather_kernel": gather_warps or 4,
+                   "bwd_dense_kernel": 4, "bwd_union_kernel": backward_rows_warps or 4}
+
+
 @interpret_on_cpu
 @pytest.mark.parametrize("error,backward_rows", [("shared", "union"), ("per_slot", "separate")])
 def test_prefetched_segment_loops_match_the_plain_ones(error, backward_rows):
@@ -224,6 +246,7 @@ def test_rejects_shapes_it_cannot_take(kwargs, match):
     (dict(backward_rows_cols=32), "backward_rows_cols must divide Dv = 16"),
     (dict(backward_rows_cols=24), "backward_rows_cols must be None or a power of two"),
     (dict(backward_rows_warps=3), "backward_rows_warps must be None or a power of two"),
+    (dict(gather_warps=3), "gather_warps must be None or a power of two"),
 ])
 def test_rejects_tilings_it_cannot_take(fields, match):
   memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
@@ -248,6 +271,8 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("per_slot", jnp.float32, dict(scan_unroll=1, l2_hints="stream")),
     ("per_slot", jnp.float32, dict(backward_rows="separate", row_order="slot")),
     ("shared", jnp.bfloat16, dict(backward_rows_cols=128, backward_rows_warps=8)),
+    ("shared", jnp.bfloat16, dict(gather_warps=2)),
+    ("per_slot", jnp.float32, dict(gather_warps=1)),
     ("shared", jnp.bfloat16, dict(prefetch_entries=False))],
     ids=lambda value: (";".join(f"{k}={v}" for k, v in value.items())
                        if isinstance(value, dict) else None))
