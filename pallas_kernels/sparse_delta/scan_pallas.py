@@ -134,8 +134,10 @@ class KernelConfig(NamedTuple):
   # entries, which on 4 warps crosses warps through shared memory. XLA's build for the H200
   # (session 48), warp-instructions per program (registers, programs per SM) on 4 / 2 / 1
   # warps: forward 2,048 (40, 12) / 1,664 (64, 16) / 1,432 (96, 21); backward 1,600 (64,
-  # 8) / 1,280 (96, 10) / 1,120 (168, 12). Untimed.
-  gather_warps: int | None = None
+  # 8) / 1,280 (96, 10) / 1,120 (168, 12). `sdm_small`'s step on the H200, back to back,
+  # one round each in one call: 43.36 / 43.58 ms on 2 / 1 warps against 43.78 on 4
+  # (WORKSPACE.md, issue 11, session 50).
+  gather_warps: int | None = 2
   # The segment loops (`_segment_sums`) load the next step's entry tokens while this step's
   # token rows are gathered, so a step waits on one load instead of two in turn.
   # `sdm_small`'s step on the H200, back to back: 44.18 / 44.26 ms against 44.54 / 44.60
