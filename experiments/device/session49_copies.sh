@@ -14,7 +14,8 @@ gather_warps() {  # gather_warps NAME N: the copy's KernelConfig.gather_warps de
     "devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"
   grep -q "gather_warps: int | None = $2$" "devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"
 }
-archive m49 main          # main's kernels (the same as 8896f39, timed in call 47a)
+archive m49 4e6e590       # main's kernels before session 50's merges (as 8896f39, call 47a)
+archive m50 main          # main after merging all-cuts and gather-warps (2 warps)
 archive a48 all-cuts      # fold-sign + empty-tiles + entry-perms
 archive f47 fold-sign
 archive e47 empty-tiles
