@@ -27,16 +27,16 @@ shared_fallback() {  # the most shared memory XLA 0.10.2 gives kernel $1 in any 
 for kernel in bwd_union_kernel product_key_topk_kernel $(echo $PHASE2 | cut -d' ' -f2-); do
   step "r_$kernel" 45 "devrun/$TREE" python3 experiments/replay_kernel.py "/tmp/ops/$kernel" \
     --shared_bytes="$(shared_fallback "$kernel")" $(variants "$kernel")
+  cat "$OUT/r_$kernel.log" >> "$OUT/replay.log"; rm -f "$OUT/r_$kernel.log"  # if cut short: few files
 done
-cat "$OUT"/r_*.log > "$OUT/replay.log"; rm -f "$OUT"/r_*.log
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
 for kernel in bwd_union_kernel product_key_topk_kernel fwd_gather_kernel bwd_gather_kernel fwd_dense_kernel; do
   step "n_$kernel" 60 "devrun/$TREE" "$NCU" --clock-control none --set full \
     -k "regex:$kernel" --launch-skip 2 --launch-count 1 \
     python3 experiments/replay_kernel.py "/tmp/ops/$kernel" --warmup=2 --repeats=1 \
     --shared_bytes="$(shared_fallback "$kernel")"
+  cat "$OUT/n_$kernel.log" >> "$OUT/ncu.log"; rm -f "$OUT/n_$kernel.log"
 done
-cat "$OUT"/n_*.log > "$OUT/ncu.log"; rm -f "$OUT"/n_*.log
 step_rounds b m50 m49
 step s_gdn 75 devrun/m49 python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
 collect_steps
