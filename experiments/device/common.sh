@@ -67,3 +67,45 @@ binaries() {
   done
   ( cd /tmp && tar czf "$OUT/$tgz" bin ) 2>> "$OUT/calls.log"
 }
+# replay_kernels TREE REPLAY_LIMIT NCU_LIMIT NCU_KERNEL...: phase 2's kernels at `sdm_small`'s
+# layer shapes and the top-k's at 65,536 rows, S = 512, k = 32, outside JAX (Nsight Compute
+# died at attach to JAX, sessions 13-14). `experiments.kernel_operands` records one chunk's
+# launches in devrun/TREE with this GPU's cubins (ops.log); `experiments/replay_kernel.py`
+# times each kernel's builds in turn on the same buffers, the recorded one and those of
+# devrun/cubins/variants.txt (`session49_cubins.sh`; replay.log, a JSON line per kernel);
+# then the recorded builds of NCU_KERNEL... run under ncu (ncu.log). Each build gets the
+# dynamic shared memory XLA launches it with (`<cubin>.launches.json`); --shared_bytes,
+# XLA 0.10.2's most for that kernel in any variant, serves only a cubin with none beside
+# it (should this JAX's thunks not read as 0.10.2's do). Each log joins its file as it
+# ends, so a call cut short returns few files.
+PHASE2_KERNELS="bwd_union_kernel fwd_gather_kernel fwd_scatter_kernel bwd_gather_kernel fwd_dense_kernel bwd_dense_kernel"
+replay_kernels() {
+  local tree=$1 replay_limit=$2 ncu_limit=$3 kernel ncu; shift 3
+  step ops 120 "devrun/$tree" python -m experiments.kernel_operands --out_dir=/tmp/ops \
+    --batch=16 --seq_len=2048 --kernels="$(echo $PHASE2_KERNELS | tr ' ' ',')"
+  step ops_topk 60 "devrun/$tree" python -m experiments.kernel_operands --op=topk \
+    --out_dir=/tmp/ops --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
+  cat "$OUT/ops_topk.log" >> "$OUT/ops.log"; rm -f "$OUT/ops_topk.log"
+  ls /tmp/ops/binaries/*.launches.json 2>/dev/null | wc -l \
+    | sed 's/^/launch files beside the recorded cubins: /' >> "$OUT/calls.log"
+  for kernel in bwd_union_kernel product_key_topk_kernel $(echo $PHASE2_KERNELS | cut -d' ' -f2-); do
+    step "r_$kernel" "$replay_limit" "devrun/$tree" python3 experiments/replay_kernel.py \
+      "/tmp/ops/$kernel" --shared_bytes="$(_shared_fallback "$kernel")" $(_variants "$kernel")
+    cat "$OUT/r_$kernel.log" >> "$OUT/replay.log"; rm -f "$OUT/r_$kernel.log"
+  done
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+  echo "ncu: ${ncu:-none}" >> "$OUT/calls.log"
+  for kernel in "$@"; do
+    step "n_$kernel" "$ncu_limit" "devrun/$tree" "$ncu" --clock-control none --set full \
+      -k "regex:$kernel" --launch-skip 2 --launch-count 1 \
+      python3 experiments/replay_kernel.py "/tmp/ops/$kernel" --warmup=2 --repeats=1 \
+      --shared_bytes="$(_shared_fallback "$kernel")"
+    cat "$OUT/n_$kernel.log" >> "$OUT/ncu.log"; rm -f "$OUT/n_$kernel.log"
+  done
+}
+_variants() {  # --variant flags of kernel $1 from variants.txt, with absolute cubin paths
+  grep "^$1 " devrun/cubins/variants.txt | cut -d' ' -f2 | sed "s|=|=$ROOT/devrun/cubins/|; s|^|--variant=|"
+}
+_shared_fallback() {  # the most shared memory XLA 0.10.2 gives kernel $1 in any variant build
+  python3 -c "import glob, json, sys; print(max(r['shared_bytes'] for p in glob.glob('devrun/cubins/*/' + sys.argv[1] + '.cubin.launches.json') for r in json.load(open(p))))" "$1"
+}
