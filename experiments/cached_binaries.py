@@ -132,9 +132,9 @@ def _dim3(message: bytes) -> list[int]:
   return [int(values.get(number, 1)) for number in (1, 2, 3)]
 
 
-def kernel_launches(blob: bytes) -> dict[str, list[dict]]:
+def kernel_launches(parts: list[bytes]) -> dict[str, list[dict]]:
   """{kernel: its launches in the executable, distinct: {"blocks", "threads":
-  [x, y, z], "shared_bytes"}}, read from XLA's kernel thunks in `blob` (a part
+  [x, y, z], "shared_bytes"}}, read from XLA's kernel thunks in `parts` (what
   `searched_bytes` gives). A Triton kernel's shared memory is dynamic, sized at launch,
   so its cubin does not say it (a replay launched without it faults); XLA keeps it in
   the thunk. The thunk's fields, read from XLA's serialized GPU executables (JAX
@@ -142,7 +142,9 @@ def kernel_launches(blob: bytes) -> dict[str, list[dict]]:
   then 3 {2: block counts}, 4 {1: threads per block} and 6 the shared memory bytes
   (absent when 0). A name in other bytes (HLO, an ELF's strings) parses as no launch."""
   launches = {}
-  for match in re.finditer(rb'"([\x01-\x7f])([A-Za-z_][A-Za-z0-9_$.]*)\*', blob):
+  matches = ((blob, match) for blob in parts
+             for match in re.finditer(rb'"([\x01-\x7f])([A-Za-z_][A-Za-z0-9_$.]*)\*', blob))
+  for blob, match in matches:
     name = match.group(2)
     if len(name) != match.group(1)[0]:
       continue
@@ -197,11 +199,7 @@ def extract(cache_dir: str, out_dir: str) -> dict[str, list[str]]:
     for name, item in zip(names, objects + texts):
       with open(os.path.join(out_dir, name), "wb") as f:
         f.write(item)
-    launches = {}
-    for part in parts:
-      for kernel, found in kernel_launches(part).items():
-        known = launches.setdefault(kernel, [])
-        known.extend(record for record in found if record not in known)
+    launches = kernel_launches(parts)
     sidecars = []
     for name, item in zip(names, objects):
       if kernel_name(item) in launches:  # the cubin's launches, beside it

@@ -141,14 +141,13 @@ def main():
   operands = host_operands(launch, args.launch_dir)
   arguments = device_arguments(operands, cupy.asarray)
   grid = tuple(launch["grid"])
-  functions, shared = {}, {}
+  launches = {}  # name: (function, warps, dynamic shared bytes)
   for name, path, warps in builds:
-    functions[name] = (cupy.RawModule(path=path).get_function(launch["kernel"]), warps)
-    shared[name] = shared_bytes_for(path, launch["grid"], args.shared_bytes)
-    if shared[name] > _DEFAULT_SHARED_LIMIT:
-      functions[name][0].max_dynamic_shared_size_bytes = shared[name]
-  launches = {name: (function, warps, shared[name])
-              for name, (function, warps) in functions.items()}
+    function = cupy.RawModule(path=path).get_function(launch["kernel"])
+    shared = shared_bytes_for(path, launch["grid"], args.shared_bytes)
+    if shared > _DEFAULT_SHARED_LIMIT:
+      function.max_dynamic_shared_size_bytes = shared
+    launches[name] = (function, warps, shared)
 
   def timed_launch(function_warps_shared) -> float:
     function, warps, shared_mem = function_warps_shared
@@ -166,9 +165,9 @@ def main():
       "builds": {name: {
           "cubin": path, "threads": 32 * warps,
           "median_us": statistics.median(times[name]), "min_us": min(times[name]),
-          "registers": getattr(functions[name][0], "num_regs", None),
-          "shared_bytes": shared[name],
-          "static_shared_bytes": getattr(functions[name][0], "shared_size_bytes", None)}
+          "registers": getattr(launches[name][0], "num_regs", None),
+          "shared_bytes": launches[name][2],
+          "static_shared_bytes": getattr(launches[name][0], "shared_size_bytes", None)}
           for name, path, warps in builds}}))
 
 

@@ -104,7 +104,7 @@ def test_kernel_launches_read_grid_threads_and_shared_memory_from_the_thunks():
           + _kernel_thunk("fwd_scatter_kernel", (16, 32, 8), (128, 1, 1), 0)
           + _kernel_thunk("bwd_union_kernel", (16, 64, 8), (128, 1, 1), 128)  # a repeat
           + _kernel_thunk("bwd_union_kernel", (16, 4, 8), (128, 1, 1), 4096))
-  assert cached_binaries.kernel_launches(blob) == {
+  assert cached_binaries.kernel_launches([blob[:40], blob[40:]]) == {  # across parts too
       "bwd_union_kernel": [
           {"blocks": [16, 64, 8], "threads": [128, 1, 1], "shared_bytes": 128},
           {"blocks": [16, 4, 8], "threads": [128, 1, 1], "shared_bytes": 4096}],
