@@ -143,6 +143,13 @@ class KernelConfig(NamedTuple):
   # `sdm_small`'s step on the H200, back to back: 44.18 / 44.26 ms against 44.54 / 44.60
   # without, in one call; 44.46 against 44.78 / 44.81 in another (WORKSPACE.md, session 34).
   prefetch_entries: bool = True
+  # The row-tile kernels' grid order. False: (B*H, tiles, slabs), so the GPU launches every
+  # tile of slab 0, then of slab 1, ...: the last slab's deepest tiles (`row_order="depth"`
+  # puts them first in each slab) start in the last wave, and the launch waits on their
+  # chains of steps. True: (B*H, slabs, tiles), every slab's tile t before any slab's tile
+  # t + 1, so the deepest tiles start first and the shallow and empty ones fill the tail
+  # (the union alternates write and read tiles: `_union_tile`).
+  deepest_first: bool = False
 
   def gather_config(self) -> "KernelConfig":
     """The config the gather kernels run with."""
@@ -380,6 +387,32 @@ class _Grid(NamedTuple):
     """The grid (B*H, row tiles or token groups, slabs) of chunk r["chunk"][0]."""
     return _Grid(r["chunk"][0], pl.program_id(0), pl.program_id(1), pl.program_id(2))
 
+  @staticmethod
+  def of_row_program(r, config: KernelConfig) -> "_Grid":
+    """A row-tile kernel's grid (`_row_grid`) of chunk r["chunk"][0]."""
+    if not config.deepest_first:
+      return _Grid.of_program(r)
+    return _Grid(r["chunk"][0], pl.program_id(0), pl.program_id(2), pl.program_id(1))
+
+
+def _row_grid(batch_heads: int, tiles: int, slabs: int, config: KernelConfig):
+  """The launch grid of a row-tile kernel (`KernelConfig.deepest_first`)."""
+  if config.deepest_first:
+    return (batch_heads, slabs, tiles)
+  return (batch_heads, tiles, slabs)
+
+
+def _union_tile(tile, write_tiles: int, read_tiles: int, config: KernelConfig):
+  """(is a write tile, its index if one, its index if a read tile) for the union's tile
+  `tile`: the write tiles, then the read tiles; or (deepest_first) the two alternating,
+  the deepest of each first, while both last."""
+  if not config.deepest_first:
+    return tile < write_tiles, tile, tile - write_tiles
+  both = min(write_tiles, read_tiles)
+  alternating = tile < 2 * both
+  index = jnp.where(alternating, tile // 2, tile - both)
+  return jnp.where(alternating, tile % 2 == 0, write_tiles > read_tiles), index, index
+
 
 def _row_tile(r, kind: str, dims: _Dims, config: KernelConfig, grid: _Grid) -> _RowTile:
   """The row tile `grid.tile` of slab `grid.slab` of chunk `grid.c` in the write or read
@@ -450,10 +483,11 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
 
 
 def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
-  """grid (B*H, row tiles, slabs): M[s] = E[s] M[s] + sum_{u writes s} uc[u,s] delta[u]
-  for the tile's slots, in place, after saving their old rows in the snapshot."""
+  """grid (B*H, row tiles, slabs) (`_row_grid`): M[s] = E[s] M[s] + sum_{u writes s}
+  uc[u,s] delta[u] for the tile's slots, in place, after saving their old rows in the
+  snapshot."""
   r = dict(zip(names, refs))
-  grid = _Grid.of_program(r)
+  grid = _Grid.of_row_program(r, config)
   tile = _row_tile(r, "write", dims, config, grid)
 
   # A tile past the chunk's written slots (a chunk writes U of its C * W padded rows) has
@@ -533,7 +567,8 @@ def _bwd_written_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   form), and records in `next_write` that this chunk's snapshot holds their rows as this
   and every earlier chunk back to their previous writer found them."""
   r = dict(zip(names, refs))
-  _written_rows(r, dims, config, _Grid.of_program(r), with_reads=False, interpret=interpret)
+  _written_rows(r, dims, config, _Grid.of_row_program(r, config), with_reads=False,
+                interpret=interpret)
 
 
 def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
@@ -543,7 +578,7 @@ def _bwd_read_kernel(*refs, names, dims: _Dims, config: KernelConfig,
   snapshot of the next chunk (this one or a later one) that wrote s, or the final table if
   none did (`next_write`)."""
   r = dict(zip(names, refs))
-  _read_rows(r, dims, config, _Grid.of_program(r), interpret)
+  _read_rows(r, dims, config, _Grid.of_row_program(r, config), interpret)
 
 
 def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -555,16 +590,18 @@ def _bwd_union_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
   `_union_rows`). So a slot both written and read is loaded and stored once, and the
   chunk's backward is one launch fewer."""
   r = dict(zip(names, refs))
-  grid = _Grid.of_program(r)
-  write_tiles = dims.write_rows // config.row_tile
+  grid = _Grid.of_row_program(r, config)
+  is_write, write_tile, read_tile = _union_tile(
+      grid.tile, dims.write_rows // config.row_tile, dims.read_rows // config.row_tile, config)
 
-  @pl.when(grid.tile < write_tiles)
+  @pl.when(is_write)
   def _():
-    _written_rows(r, dims, config, grid, with_reads=True, interpret=interpret)
+    _written_rows(r, dims, config, grid._replace(tile=write_tile), with_reads=True,
+                  interpret=interpret)
 
-  @pl.when(grid.tile >= write_tiles)
+  @pl.when(jnp.logical_not(is_write))
   def _():
-    _read_rows(r, dims, config, grid._replace(tile=grid.tile - write_tiles), interpret)
+    _read_rows(r, dims, config, grid._replace(tile=read_tile), interpret)
 
 
 def _read_cotangent(r, here, slab, cols, table_rows) -> _SegmentTerms:
@@ -877,7 +914,8 @@ def _forward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpret
       xs, "values", "entry_token", "entry_update_coef"), **_tiles(xs, "write"))
   if dims.shared:
     scatter_in.update(delta=saved["delta"])
-  scattered = _call(_fwd_scatter_kernel, (bh, dims.write_rows // config.row_tile, slabs), c,
+  scattered = _call(_fwd_scatter_kernel,
+                    _row_grid(bh, dims.write_rows // config.row_tile, slabs, config), c,
                     scatter_in, dict(table=table, snapshot=saved["snapshot"]),
                     aliases=("table", "snapshot"), **kw)
   return (scattered["table"], dict(saved, snapshot=scattered["snapshot"])), None
@@ -928,19 +966,22 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
     union_in = dict(written_in, d_entry_read_coef=grads["d_entry_read_coef"],
                     **_pick(xs, *read_names), **_tiles(xs, "read"))
     union_out = dict(written_out, d_entry_read_coef=grads["d_entry_read_coef"])
-    union = _call(_bwd_union_kernel, (bh, write_tiles + read_tiles, row_slabs), c, union_in,
+    union = _call(_bwd_union_kernel, _row_grid(bh, write_tiles + read_tiles, row_slabs,
+                                               row_config), c, union_in,
                   union_out, aliases=tuple(union_out), **row_kw)
     grads = dict(grads, **_pick(union, *written_stacked, "d_entry_read_coef"))
     return (union["next_write"], union["d_table"], grads), None
 
-  written = _call(_bwd_written_kernel, (bh, write_tiles, row_slabs), c, written_in,
+  written = _call(_bwd_written_kernel, _row_grid(bh, write_tiles, row_slabs, row_config), c,
+                  written_in,
                   written_out, aliases=tuple(written_out), **row_kw)
   grads = dict(grads, **_pick(written, *written_stacked))
   read_in = dict(next_write=written["next_write"], d_table=written["d_table"],
                  d_entry_read_coef=grads["d_entry_read_coef"], **_pick(xs, *read_names),
                  **_tiles(xs, "read"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
-  read = _call(_bwd_read_kernel, (bh, read_tiles, row_slabs), c, read_in, read_out,
+  read = _call(_bwd_read_kernel, _row_grid(bh, read_tiles, row_slabs, row_config), c, read_in,
+               read_out,
                aliases=tuple(read_out), **row_kw)
   grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
   return (written["next_write"], read["d_table"], grads), None
