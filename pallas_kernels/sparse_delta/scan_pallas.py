@@ -29,7 +29,9 @@ union of the chunk's written and read slots, so a slot both written and read is 
 stored once; and the row-tile kernels cut their rows into tiles by segment length
 (`KernelConfig.row_order="depth"`), so that the few deep segments of slots the chunk
 reuses share a few tiles. Together 2.6 ms (5%) off `sdm_small`'s training step on the
-H200 (WORKSPACE.md, issue 11, session 27). A tile's per-row fields (slot, segment bounds,
+H200 (WORKSPACE.md, issue 11, session 27). Their grids put the tiles on the slowest axis
+(`KernelConfig.deepest_first`), so every slab's deepest tiles launch in the first wave
+rather than the last slab's in the last (1 ms off the step on an H100, session 51). A tile's per-row fields (slot, segment bounds,
 decay) are laid out in tile order (`layout.row_tiles`), so it loads each as one contiguous
 block rather than through its rows (0.3 ms off the step, session 28). A row tile past the
 chunk's slots (the layouts are padded to C * W rows) returns at once.
@@ -143,13 +145,15 @@ class KernelConfig(NamedTuple):
   # `sdm_small`'s step on the H200, back to back: 44.18 / 44.26 ms against 44.54 / 44.60
   # without, in one call; 44.46 against 44.78 / 44.81 in another (WORKSPACE.md, session 34).
   prefetch_entries: bool = True
-  # The row-tile kernels' grid order. False: (B*H, tiles, slabs), so the GPU launches every
-  # tile of slab 0, then of slab 1, ...: the last slab's deepest tiles (`row_order="depth"`
-  # puts them first in each slab) start in the last wave, and the launch waits on their
-  # chains of steps. True: (B*H, slabs, tiles), every slab's tile t before any slab's tile
-  # t + 1, so the deepest tiles start first and the shallow and empty ones fill the tail
-  # (the union alternates write and read tiles: `_union_tile`).
-  deepest_first: bool = False
+  # The row-tile kernels' grid order. True: (B*H, slabs, tiles); the GPU launches grid
+  # axis 0 fastest and axis 2 slowest, so every slab's tile t goes before any slab's tile
+  # t + 1: the deepest tiles (`row_order="depth"` puts them first) start first and the
+  # shallow and empty ones fill the tail (the union alternates write and read tiles:
+  # `_union_tile`). False: (B*H, tiles, slabs), every tile of slab 0 first, so the last
+  # slab's deepest tiles start in the last wave and the launch waits on their chains of
+  # steps. `sdm_small`'s step on an H100, back to back, two rounds in one session: 44.68 /
+  # 44.73 ms against 45.64 / 45.72 (WORKSPACE.md, issue 11, session 51).
+  deepest_first: bool = True
 
   def gather_config(self) -> "KernelConfig":
     """The config the gather kernels run with."""

@@ -224,18 +224,21 @@ def test_prefetched_segment_loops_match_the_plain_ones(error, backward_rows):
 
 
 @interpret_on_cpu
-@pytest.mark.parametrize("error,backward_rows,writes,reads", [
-    ("shared", "union", 3, 6), ("shared", "union", 6, 2), ("per_slot", "separate", 4, 4)])
-def test_deepest_first_grids_match_the_twin(error, backward_rows, writes, reads):
-  """The row-tile kernels on grids (B*H, slabs, tiles) (`deepest_first`), the union's write
-  and read tiles alternating while both last: more write tiles than read tiles, fewer, and
-  as many. 64 slots for 16 tokens: some segments several entries deep, and most tiles
-  hold slots."""
+@pytest.mark.parametrize("error,backward_rows,writes,reads,deepest_first", [
+    ("shared", "union", 3, 6, True), ("shared", "union", 6, 2, True),
+    ("per_slot", "separate", 4, 4, True), ("shared", "union", 3, 6, False),
+    ("per_slot", "separate", 4, 4, False)])
+def test_both_row_grid_orders_match_the_twin(error, backward_rows, writes, reads,
+                                             deepest_first):
+  """The row-tile kernels on grids (B*H, slabs, tiles) (`deepest_first`, the default), the
+  union's write and read tiles alternating while both last: more write tiles than read
+  tiles, fewer, and as many; and on grids (B*H, tiles, slabs). 64 slots for 16 tokens:
+  some segments several entries deep, and most tiles hold slots."""
   memory, plan = _plan(18, error=error, batch=2, seq_len=32, heads=1, num_slots=64,
                        value_dim=32, writes=writes, reads=reads)
   kernel = functools.partial(
       scan_pallas.scan_chunks, error=error, interpret=True,
-      config=SMALL._replace(backward_rows=backward_rows, deepest_first=True))
+      config=SMALL._replace(backward_rows=backward_rows, deepest_first=deepest_first))
   xla = functools.partial(_xla_scan, error=error)
   _compare(_outputs_and_grads(kernel, memory, plan, 19),
            _outputs_and_grads(xla, memory, plan, 19), 1e-5)
@@ -292,8 +295,8 @@ def test_rejects_a_plan_of_the_other_error_form():
     ("shared", jnp.bfloat16, dict(gather_warps=2)),
     ("per_slot", jnp.float32, dict(gather_warps=1)),
     ("shared", jnp.bfloat16, dict(prefetch_entries=False)),
-    ("shared", jnp.bfloat16, dict(deepest_first=True)),
-    ("per_slot", jnp.float32, dict(deepest_first=True, backward_rows="separate"))],
+    ("shared", jnp.bfloat16, dict(deepest_first=False)),
+    ("per_slot", jnp.float32, dict(deepest_first=False, backward_rows="separate"))],
     ids=lambda value: (";".join(f"{k}={v}" for k, v in value.items())
                        if isinstance(value, dict) else None))
 def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
