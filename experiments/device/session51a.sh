@@ -1,7 +1,7 @@
 # Session 51's first call. DEADLINE=585, carry .whl and devrun (`bash
-# experiments/device/session51_copies.sh`: m49, m50 = main, and the session-51 branches with
-# their field on: t51 deepest-first, b51p4 bwd-gather-parts at 4 parts, c51 both), run from
-# main's checkout.
+# experiments/device/session51_copies.sh`: m49, m50 = main before deepest-first merged, and
+# the session-51 branches with their field on: t51 deepest-first, b51p4 bwd-gather-parts at
+# 4 parts, c51 both), run from main's checkout.
 # `sdm_small`'s step, one process each, one round: m50 (main: all-cuts and 2-warp gathers
 # merged, never timed as one tree), t51 (the row-tile kernels' deepest tiles of every slab
 # launched first: XLA's build 16 more instructions in the union, registers the same), b51p4

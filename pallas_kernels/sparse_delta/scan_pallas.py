@@ -31,9 +31,10 @@ stored once; and the row-tile kernels cut their rows into tiles by segment lengt
 reuses share a few tiles. Together 2.6 ms (5%) off `sdm_small`'s training step on the
 H200 (WORKSPACE.md, issue 11, session 27). Their grids put the tiles on the slowest axis
 (`KernelConfig.deepest_first`), so every slab's deepest tiles launch in the first wave
-rather than the last slab's in the last (1 ms off the step on an H100, session 51). A tile's per-row fields (slot, segment bounds,
-decay) are laid out in tile order (`layout.row_tiles`), so it loads each as one contiguous
-block rather than through its rows (0.3 ms off the step, session 28). A row tile past the
+rather than the last slab's in the last (1 ms off the step on an H100, session 51). A
+tile's per-row fields (slot, segment bounds, decay) are laid out in tile order
+(`layout.row_tiles`), so it loads each as one contiguous block rather than through its
+rows (0.3 ms off the step, session 28). A row tile past the
 chunk's slots (the layouts are padded to C * W rows) returns at once.
 Gradients of the plan's coefficients are sums over all columns: each program writes its
 slab's partial sum and XLA adds the slabs afterwards.
@@ -970,23 +971,21 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
     union_in = dict(written_in, d_entry_read_coef=grads["d_entry_read_coef"],
                     **_pick(xs, *read_names), **_tiles(xs, "read"))
     union_out = dict(written_out, d_entry_read_coef=grads["d_entry_read_coef"])
-    union = _call(_bwd_union_kernel, _row_grid(bh, write_tiles + read_tiles, row_slabs,
-                                               row_config), c, union_in,
-                  union_out, aliases=tuple(union_out), **row_kw)
+    union_grid = _row_grid(bh, write_tiles + read_tiles, row_slabs, row_config)
+    union = _call(_bwd_union_kernel, union_grid, c, union_in, union_out,
+                  aliases=tuple(union_out), **row_kw)
     grads = dict(grads, **_pick(union, *written_stacked, "d_entry_read_coef"))
     return (union["next_write"], union["d_table"], grads), None
 
   written = _call(_bwd_written_kernel, _row_grid(bh, write_tiles, row_slabs, row_config), c,
-                  written_in,
-                  written_out, aliases=tuple(written_out), **row_kw)
+                  written_in, written_out, aliases=tuple(written_out), **row_kw)
   grads = dict(grads, **_pick(written, *written_stacked))
   read_in = dict(next_write=written["next_write"], d_table=written["d_table"],
                  d_entry_read_coef=grads["d_entry_read_coef"], **_pick(xs, *read_names),
                  **_tiles(xs, "read"))
   read_out = dict(d_table=d_table, d_entry_read_coef=grads["d_entry_read_coef"])
   read = _call(_bwd_read_kernel, _row_grid(bh, read_tiles, row_slabs, row_config), c, read_in,
-               read_out,
-               aliases=tuple(read_out), **row_kw)
+               read_out, aliases=tuple(read_out), **row_kw)
   grads = dict(grads, d_entry_read_coef=read["d_entry_read_coef"])
   return (written["next_write"], read["d_table"], grads), None
 
