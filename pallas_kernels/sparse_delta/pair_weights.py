@@ -174,12 +174,17 @@ def _forward_kernel(*refs, names, strict: bool, token_block: int, entry_block: i
     begin, end = r["begin"][n, pos], r["begin"][n, pos + 1]
     weight, log_at = r["weights"][block], r["log_at_token"][block]
 
-    def writer(depth, acc, begin=begin, end=end, weight=weight, log_at=log_at):
-      u, key, _, decay = _segment_writer(r, n, begin, end, depth, log_at, tokens, strict)
-      term = weight * key * decay
-      return acc + jnp.sum(jnp.where(u[:, :, None] == cols, term[:, :, None], 0), axis=1)
+    def writer(depth, terms, begin=begin, end=end, weight=weight, log_at=log_at):
+      u, key, causal, decay = _segment_writer(r, n, begin, end, depth, log_at, tokens,
+                                              strict)
+      # A segment's writers have distinct tokens: each (t, x, u) cell gets at most one term
+      # (past its segment an entry's u reads 0: not placed).
+      placed = (u[:, :, None] == cols) & causal[:, :, None]
+      return jnp.where(placed, (weight * key * decay)[:, :, None], terms)
 
-    acc = lax.fori_loop(0, jnp.max(end - begin), writer, acc)
+    terms = lax.fori_loop(0, jnp.max(end - begin), writer,
+                          jnp.zeros((token_block, entry_block, chunk), jnp.float32))
+    acc = acc + jnp.sum(terms, axis=1)  # summed over the block's entries once
   r["pairs"][n, pl.ds(first, token_block), :] = acc
 
 
@@ -303,20 +308,25 @@ def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):
     onehot = jnp.where(valid, row - first, -1)[None, :] == row_ids  # [rows, EB]
 
     def writer(depth, acc):
-      cells, d_weight = acc
-      u, key, _, decay = _segment_writer(r, n, seg_begin, seg_end, depth, log_at, token,
-                                         strict)
+      cell_terms, d_weight = acc
+      u, key, causal, decay = _segment_writer(r, n, seg_begin, seg_end, depth, log_at,
+                                              token, strict)
       at_u = u[:, None] == cols                                      # [EB, C]
       scaled = jnp.sum(jnp.where(at_u, d_pairs, 0), axis=1) * decay  # dP[t, u_j] E
-      cell_terms = jnp.where(at_u, (weight * scaled)[:, None], 0)
-      return cells + onehot_matmul(onehot, cell_terms, 3), d_weight + scaled * key
+      # A segment's writers have distinct tokens, so each (entry, u) cell gets at most one
+      # term: placed, not summed (past its segment an entry's u reads 0: not placed).
+      cell_terms = jnp.where(at_u & causal[:, None], (weight * scaled)[:, None], cell_terms)
+      return cell_terms, d_weight + scaled * key
 
-    cells, d_weight = lax.fori_loop(0, jnp.max(seg_end - seg_begin), writer,
-                                    (cells, jnp.zeros((block,), jnp.float32)))
+    cell_terms, d_weight = lax.fori_loop(
+        0, jnp.max(seg_end - seg_begin), writer,
+        (jnp.zeros((block, chunk), jnp.float32), jnp.zeros((block,), jnp.float32)))
     # Invalid lanes go out of bounds: masked stores never alias a valid lane's address.
     pltriton.store(r["d_entry_weight"].at[n, jnp.where(valid, entries, num_entries)],
                    d_weight, mask=valid)
-    return cells
+    # The one-hot matrix is the block's (entry rows), whatever the writer: one matmul per
+    # block sums every writer's terms into the rows' cells.
+    return cells + onehot_matmul(onehot, cell_terms, 3)
 
   r["d_cells"][n, pl.ds(first, rows), :] = lax.fori_loop(
       0, (end - begin + block - 1) // block, entry_block, jnp.zeros((rows, chunk), jnp.float32))
