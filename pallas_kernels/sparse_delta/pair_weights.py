@@ -19,7 +19,11 @@ chip. The backward kernel sums, per table row, the cotangents of every entry tha
 with E = causal exp(l - L_j): it walks the slot-sorted entries of each row tile (phase 1's
 sorts, `ChunkIds.write_order` and `read_order`), sums their terms into the tile's [rows, C]
 cells (row, u) by one-hot matmuls (`onehot.py`) and stores them; dk_j is the cell (row_j,
-u_j). No two programs write the same row, so no atomics. On the H200, `sdm_small`'s layer
+u_j). No two programs write the same row, so no atomics. A segment's writers have
+distinct tokens, so over the walk of an entry's writers each (entry, u) cell gets at most
+one term: both kernels place the terms and sum them once after the walk (one one-hot
+matmul per block of entries, not one per writer; `sdm_small`'s step on an H100 44.21 ms
+against 44.75, WORKSPACE.md, issue 11, session 52). On the H200, `sdm_small`'s layer
 fwd+bwd took 17.24 / 17.57 ms this way against 17.86 / 17.99 with the tables (the backward
 kernels 0.49 vs 0.62 ms, QK's forward 0.056 vs 0.124), its peak 4.18 vs 4.36 GB
 (WORKSPACE.md, issue 11, session 25).
