@@ -1,0 +1,21 @@
+# Session 53's first call. DEADLINE=560, carry .whl and devrun (`bash
+# experiments/device/session53_copies.sh`), run from main's checkout.
+# `sdm_small`'s step, one process each, two rounds: m53 (main: the pair weights' terms
+# summed once per entry block, session 52), s53 (the forward scatter on 2 warps: XLA's
+# build 72 registers, 14 programs per SM, 2.2 waves, against 48, 10, 3.1 on 4), u53 (the
+# pair-weight kernels walking two writers per iteration); `gdn_small` each round for the
+# ratio (on the H200 it has not been measured since session 47); then s53's compiled
+# tests. The deadline cuts from the end.
+source experiments/device/common.sh
+for round in a b; do
+  for tree in m53 s53 u53; do
+    step "s_${tree}_$round" 75 "devrun/$tree" \
+      python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
+  done
+  step "s_gdn_$round" 75 devrun/m53 \
+    python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
+done
+collect_steps
+step tests_s53 100 devrun/s53 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \
+  -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k "warps"
+echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
