@@ -1,7 +1,9 @@
 # Run here (not on the device), from the repository root: makes devrun/ for call 53a
 # (`carry=[".whl", "devrun"]`): m53 (main), s53 (branch scatter-warps with
-# `scatter_warps=2`), u53 (branch pair-unroll with `writer_unroll=2`; a tie in session 52,
-# -0.13 ms inside main's spread). Each copy fails loudly if its default was not edited.
+# `scatter_warps=2`), t53 (branch union-tile16 with `backward_rows_tile=16` and
+# `backward_rows_warps=2`: the union on 16-row tiles and 2 warps). Branch pair-unroll
+# (`writer_unroll=2`, a tie in session 52) is left out. Each copy fails loudly if its
+# default was not edited.
 set -eu
 archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
   rm -rf "devrun/$1" && mkdir -p "devrun/$1"
@@ -16,6 +18,7 @@ default() {  # default NAME FILE FIELD TYPE FROM TO: the copy's FIELD default = 
 archive m53 main
 archive s53 scatter-warps
 default s53 scan_pallas.py scatter_warps "int | None" None 2
-archive u53 pair-unroll
-default u53 pair_weights.py writer_unroll int 1 2
+archive t53 union-tile16
+default t53 scan_pallas.py backward_rows_tile "int | None" None 16
+default t53 scan_pallas.py backward_rows_warps "int | None" None 2
 du -sh devrun .whl
