@@ -20,7 +20,9 @@ step() {
   { echo "== $name rc=$rc $(( $(date +%s) - t0 )) s (limit $limit)"; tail -n 3 "$OUT/$name.log"; } >> "$OUT/calls.log"
 }
 # step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
-# each, alternating, once per name in ROUNDS ("a b c"), then collect_steps.
+# each, alternating, once per name in ROUNDS ("a b c"), then collect_steps. With GDN_TREE
+# set (`GDN_TREE=m52 step_rounds ...`), each round ends with `gdn_small`'s step in
+# devrun/$GDN_TREE (s_gdn_ROUND), for the issue-11 ratio.
 step_rounds() {
   local rounds=$1 round tree; shift
   for round in $rounds; do
@@ -28,8 +30,19 @@ step_rounds() {
       step "s_${tree}_$round" 75 "devrun/$tree" \
         python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
     done
+    if [ -n "${GDN_TREE:-}" ]; then
+      step "s_gdn_$round" 75 "devrun/$GDN_TREE" \
+        python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
+    fi
   done
   collect_steps
+}
+# step_profile TREE LIMIT: `sdm_small`'s per-op profile in devrun/TREE (profile.log) with its
+# HLO ($OUT/hlo.tgz; read both with `python -m experiments.hlo_launches --profile`).
+step_profile() {
+  step profile "$2" "devrun/$1" python -m experiments.bench_ops --op=train_step \
+    --train_configs=sdm_small --repeats=5 --top_ops=2000 --hlo_dir=/tmp/hlo
+  [ -d /tmp/hlo ] && ( cd /tmp && tar czf "$OUT/hlo.tgz" hlo ) 2>> "$OUT/calls.log"
 }
 # collect_steps: each step run's (steps named s_*) back-to-back figure to calls.log, named
 # by its log (experiments/device/step_table.py reads them), and the runs' logs appended to

@@ -18,7 +18,5 @@ step tests_b51 100 devrun/b51p4 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -
   -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k "parts or gather_warps"
 step tests_t51 100 devrun/t51 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \
   -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k "deepest or separate"
-step profile 150 devrun/m50 python -m experiments.bench_ops --op=train_step \
-  --train_configs=sdm_small --repeats=5 --top_ops=2000 --hlo_dir=/tmp/hlo
-[ -d /tmp/hlo ] && ( cd /tmp && tar czf "$OUT/hlo.tgz" hlo ) 2>> "$OUT/calls.log"
+step_profile m50 150
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

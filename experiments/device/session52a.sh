@@ -8,15 +8,7 @@
 # `sdm_small`'s step, one process each, alternating with `gdn_small`'s (the issue-11 ratio),
 # two rounds; then the branch's compiled tests. The deadline cuts from the end.
 source experiments/device/common.sh
-for round in a b; do
-  for tree in m52 h52; do
-    step "s_${tree}_$round" 75 "devrun/$tree" \
-      python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
-  done
-  step "s_gdn_$round" 75 devrun/m52 \
-    python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
-done
-collect_steps
+GDN_TREE=m52 step_rounds "a b" m52 h52
 step tests_h52 120 devrun/h52 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \
   -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k "held or prefetch"
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

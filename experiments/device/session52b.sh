@@ -9,10 +9,7 @@
 # `sdm_small`'s step, one process each, two rounds, `gdn_small` once; then the branch's
 # compiled pair-weight tests. The deadline cuts from the end.
 source experiments/device/common.sh
-step_rounds a m52 pb52 pf52
-step s_gdn_a 75 devrun/m52 python -m experiments.bench_ops --op=train_step \
-  --train_configs=gdn_small --repeats=10
-collect_steps
+GDN_TREE=m52 step_rounds a m52 pb52 pf52
 step_rounds b m52 pb52 pf52
 step tests_pf52 100 devrun/pf52 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \
   -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_pair_weights.py

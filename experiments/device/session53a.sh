@@ -8,15 +8,7 @@
 # ratio (on the H200 it has not been measured since session 47); then s53's compiled
 # tests. The deadline cuts from the end.
 source experiments/device/common.sh
-for round in a b; do
-  for tree in m53 s53 t53; do
-    step "s_${tree}_$round" 75 "devrun/$tree" \
-      python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
-  done
-  step "s_gdn_$round" 75 devrun/m53 \
-    python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
-done
-collect_steps
+GDN_TREE=m53 step_rounds "a b" m53 s53 t53
 step tests_s53 60 devrun/s53 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \
   -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k "scatter_warps"
 step tests_t53 60 devrun/t53 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \

@@ -15,7 +15,5 @@ step tests_o53 60 devrun/o53 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m p
   -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_pair_weights.py
 step tests_c53 60 devrun/c53 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \
   -n 4 -m gpu tests/pallas_kernels/sparse_delta/test_scan_pallas.py -k "scan_unroll=1"
-step profile 150 devrun/m53 python -m experiments.bench_ops --op=train_step \
-  --train_configs=sdm_small --repeats=5 --top_ops=2000 --hlo_dir=/tmp/hlo
-[ -d /tmp/hlo ] && ( cd /tmp && tar czf "$OUT/hlo.tgz" hlo ) 2>> "$OUT/calls.log"
+step_profile m53 150
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
