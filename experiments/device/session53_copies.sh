@@ -4,7 +4,8 @@
 # `backward_rows_warps=2`: the union on 16-row tiles and 2 warps), o53 (branch
 # pair-own-writes: A's pair-weight backward walking each write's segment in its own lane;
 # call 53b), c53 (branch contract-tf32x3: the backward's C x C gradient contractions at
-# TF32x3, call 53b). Branch pair-unroll
+# TF32x3, call 53c), oc53 (branch own-writes-tf32x3: the two merged, call 53b). Branch
+# pair-unroll
 # (`writer_unroll=2`, a tie in session 52) is left out. Each copy fails loudly if its
 # default was not edited.
 set -eu
@@ -27,4 +28,6 @@ default t53 scan_pallas.py backward_rows_warps "int | None" None 2
 archive o53 pair-own-writes
 grep -q "own_writes=True" devrun/o53/sdm_jax/ops/sparse_delta/chunk.py
 archive c53 contract-tf32x3
+archive oc53 own-writes-tf32x3
+grep -q "own_writes=True" devrun/oc53/sdm_jax/ops/sparse_delta/chunk.py
 du -sh devrun .whl
