@@ -16,14 +16,17 @@ chip. The backward kernel sums, per table row, the cotangents of every entry tha
   dk_j = sum_{(t, x): pos = p} w dP[t, u_j] E,    dL_j = -k_j dk_j
   dw[t, x] = sum_j dP[t, u_j] E k_j,              dl[t, x] = w[t, x] dw[t, x]
 
-with E = causal exp(l - L_j): it walks the slot-sorted entries of each row tile (phase 1's
+with E = causal exp(l - L_j). For QK it walks the slot-sorted entries of each row tile (phase 1's
 sorts, `ChunkIds.write_order` and `read_order`), sums their terms into the tile's [rows, C]
 cells (row, u) by one-hot matmuls (`onehot.py`) and stores them; dk_j is the cell (row_j,
 u_j). No two programs write the same row, so no atomics. A segment's writers have
 distinct tokens, so over the walk of an entry's writers each (entry, u) cell gets at most
 one term: both kernels place the terms and sum them once after the walk (one one-hot
 matmul per block of entries, not one per writer; `sdm_small`'s step on an H100 44.21 ms
-against 44.75, WORKSPACE.md, issue 11, session 52). On the H200, `sdm_small`'s layer
+against 44.75, WORKSPACE.md, issue 11, session 52). For A (`own_writes`: the entries are
+the segments' writes themselves) each write has a lane of its own, which walks its segment
+once and sums both of its gradients there: dw as the entry of the segment's other writers,
+dk as the writer of the segment's other entries; no cells, no one-hot matmuls. On the H200, `sdm_small`'s layer
 fwd+bwd took 17.24 / 17.57 ms this way against 17.86 / 17.99 with the tables (the backward
 kernels 0.49 vs 0.62 ms, QK's forward 0.056 vs 0.124), its peak 4.18 vs 4.36 GB
 (WORKSPACE.md, issue 11, session 25).
@@ -69,6 +72,8 @@ class KernelConfig(NamedTuple):
   # Forward: a program sums [tokens, entries, C] blocks of about this many elements
   # (tokens of the chunk per program and entries per loop step follow from it).
   forward_block: int = 4096
+  # Backward with `own_writes`: slot-sorted writes (one lane each) per program.
+  own_writes_lanes: int = 128
 
 
 def _causal(tokens, cols, strict: bool):
@@ -122,7 +127,7 @@ _pair_weights_xla = jax.checkpoint(_every_chunk, static_argnums=(5,))
 
 def pair_weights(pos, weights, log_at_token, segments: SlotSegments, order, *,
                  strict: bool, impl: str = "xla", config: KernelConfig | None = None,
-                 interpret: bool | None = None):
+                 interpret: bool | None = None, own_writes: bool = False):
   """P [n, C, C] of n chunks (every argument with a leading [n] axis): pos [n, C, X] rows
   of the entries (U for the zero row: reads of slots the chunk does not write), weights
   and log_at_token [n, C, X] (w and l = L_t(s)), the chunks' write segments.
@@ -134,9 +139,16 @@ def pair_weights(pos, weights, log_at_token, segments: SlotSegments, order, *,
   impl: "xla" (tables from the segments, the fused forward and its autodiff,
   rematerialised) or "pallas" (the forward and backward kernels, float32; interpret mode
   unless on a GPU).
+  own_writes: the entries are the segments' writes themselves (pos and order those of the
+  writes, X = W: the A pair weights), so the "pallas" backward gives each write a lane that
+  walks its own segment (`_own_writes_bwd_kernel`); the XLA path ignores it.
   """
   if impl not in IMPLS:
     raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+  if own_writes and order.shape[-1] != segments.token.shape[-1]:
+    raise ValueError(f"own_writes needs the entries to be the segments' writes: order has "
+                     f"{order.shape[-1]} entries per chunk, the segments "
+                     f"{segments.token.shape[-1]}")
   if impl == "xla":
     # The tables outside the rematerialised part: the QK and A calls build the same ones.
     return _pair_weights_xla(pos, weights, log_at_token,
@@ -145,7 +157,7 @@ def pair_weights(pos, weights, log_at_token, segments: SlotSegments, order, *,
     interpret = not platform.on_gpu()
   return _pair_weights_kernels(pos, weights, log_at_token, segments.begin, segments.row,
                                segments.token, segments.key, segments.cum_log, order,
-                               strict, config or KernelConfig(), interpret)
+                               strict, config or KernelConfig(), interpret, own_writes)
 
 
 def _segment_writer(r, n, begin, end, depth, log_at, tokens, strict):
@@ -218,44 +230,141 @@ def _forward(pos, weights, log_at_token, begin, token, key, cum_log, strict,
   )(*inputs.values())
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(9, 10, 11))
+@functools.partial(jax.custom_vjp, nondiff_argnums=(9, 10, 11, 12))
 def _pair_weights_kernels(pos, weights, log_at_token, begin, row, token, key, cum_log, order,
-                          strict, config, interpret):
-  del row, order  # the backward's
+                          strict, config, interpret, own_writes):
+  del row, order, own_writes  # the backward's
   pairs = _forward(pos, weights, log_at_token, begin, token, key, cum_log, strict, config,
                    interpret)
   return pairs.astype(weights.dtype)
 
 
 def _fwd(pos, weights, log_at_token, begin, row, token, key, cum_log, order, strict, config,
-         interpret):
+         interpret, own_writes):
   out = _pair_weights_kernels(pos, weights, log_at_token, begin, row, token, key, cum_log,
-                              order, strict, config, interpret)
+                              order, strict, config, interpret, own_writes)
   return out, (pos, weights, log_at_token, begin, row, token, key, cum_log, order)
 
 
-def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
+def _bwd(strict, config: KernelConfig, interpret, own_writes, residuals, d_pairs):
   pos, weights, log_at_token, begin, row, token, key, cum_log, order = residuals
-  n, chunk, width = pos.shape
+  if own_writes:
+    d_weights, d_key = _own_writes_bwd(pos, weights, log_at_token, begin, key, cum_log,
+                                       order, d_pairs, strict, config, interpret)
+  else:
+    d_weights, d_key = _cells_bwd(pos, weights, log_at_token, begin, row, token, key,
+                                  cum_log, order, d_pairs, strict, config, interpret)
+  d_log = weights.astype(jnp.float32) * d_weights
+  d_cum_log = -key.astype(jnp.float32) * d_key  # d/dL_j of k_j exp(l - L_j) is -k_j E
+  return (None, d_weights.astype(weights.dtype), d_log.astype(log_at_token.dtype), None,
+          None, None, d_key.astype(key.dtype), d_cum_log.astype(cum_log.dtype), None)
+
+
+_pair_weights_kernels.defvjp(_fwd, _bwd)
+
+
+def _entry_segments(pos, begin, order):
+  """Each slot-sorted entry's row (-1 for the zero row U), whether it has one, and its
+  segment's bounds (empty for the zero row) [n, C * X]."""
+  n = pos.shape[0]
   table_rows = begin.shape[-1] - 1  # U + 1; row U is the zero row
-  rows = layout.num_rows(table_rows, config.row_tile)
   # `order` is a permutation of each chunk's entries (phase 1's sort).
   entry_row = layout.permuted(pos.reshape(n, -1).astype(jnp.int32), order)
   valid = entry_row < table_rows - 1
-  entry_row = jnp.where(valid, entry_row, -1)
+  # Gathered here so that the kernels' loads of an entry's writers wait on one load less.
+  safe_row = jnp.where(valid, entry_row, table_rows - 1)  # the zero row: an empty segment
+  segment = lambda shift: jnp.take_along_axis(begin, safe_row + shift, axis=-1)  # noqa: E731
+  return jnp.where(valid, entry_row, -1), valid, segment(0), segment(1)
+
+
+def _own_writes_bwd(pos, weights, log_at_token, begin, key, cum_log, order, d_pairs, strict,
+                    config: KernelConfig, interpret):
+  """(d_weights [n, C, X], d_key [n, E]) by `_own_writes_bwd_kernel`."""
+  n, chunk, width = pos.shape
+  lanes = config.own_writes_lanes
+  entries = order.shape[-1]
+  padded = -(-entries // lanes) * lanes
+  _, _, seg_begin, seg_end = _entry_segments(pos, begin, order)
+  by_entry = lambda x: layout.permuted(x.reshape(n, -1), order)  # noqa: E731
+  inputs = dict(entry_token=order // width,
+                entry_weight=by_entry(weights).astype(jnp.float32),
+                entry_log=by_entry(log_at_token).astype(jnp.float32),
+                entry_seg_begin=seg_begin, entry_seg_end=seg_end,
+                d_pairs=d_pairs.astype(jnp.float32).reshape(n, chunk * chunk),
+                seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32))
+  per_lane = jax.ShapeDtypeStruct((n, padded), jnp.float32)
+  d_entry_weight, d_key = pl.pallas_call(
+      functools.partial(_own_writes_bwd_kernel, names=[*inputs, "d_entry_weight", "d_key"],
+                        strict=strict, chunk=chunk, lanes=lanes),
+      name="pair_weights_own_writes_bwd_kernel",  # names the kernel in profiles
+      out_shape=[per_lane, per_lane],
+      grid=(n, padded // lanes),
+      interpret=interpret,
+      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
+  )(*inputs.values())
+  d_weights = layout.unpermuted(d_entry_weight[:, :entries], order).reshape(pos.shape)
+  return d_weights, d_key[:, :entries]
+
+
+def _own_writes_bwd_kernel(*refs, names, strict: bool, chunk: int, lanes: int):
+  """grid (chunks, lane blocks): write j (slot-sorted; entry and writer at once) walks its
+  segment's writes i once, summing in its lane
+
+    dw_j = sum_i dP[t_j, u_i] E(j, i) k_i     (j the entry, i its writer)
+    dk_j = sum_i w_i dP[t_i, u_j] E(i, j)     (j the writer, i the entry)
+
+  with E(a, b) = causal(t_a, u_b) exp(l_a - L_b), t = u the write's token."""
+  r = dict(zip(names, refs))
+  n, first = pl.program_id(0), pl.program_id(1) * lanes
+  num_entries = r["entry_token"].shape[-1]
+  entries = first + jnp.arange(lanes, dtype=jnp.int32)
+  in_range = entries < num_entries
+  safe = jnp.where(in_range, entries, 0)  # in bounds for unmasked loads
+  token = r["entry_token"][n, safe]
+  log_at, own_cum_log = r["entry_log"][n, safe], r["seg_cum_log"][n, safe]
+  seg_begin = jnp.where(in_range, r["entry_seg_begin"][n, safe], 0)
+  seg_end = jnp.where(in_range, r["entry_seg_end"][n, safe], 0)
+
+  def other(depth, sums):
+    d_weight, d_key = sums
+    i = seg_begin + depth
+    valid = i < seg_end
+    at = jnp.where(valid, i, 0)
+    other_token = r["entry_token"][n, at]
+    as_entry = valid & _causal(token, other_token, strict)   # i wrote before t_j
+    as_writer = valid & _causal(other_token, token, strict)  # j wrote before t_i
+    # Acausal gaps are positive and may overflow; zero them before exp, as XLA's does.
+    gap_entry = jnp.where(as_entry, log_at - r["seg_cum_log"][n, at], 0)
+    gap_writer = jnp.where(as_writer, r["entry_log"][n, at] - own_cum_log, 0)
+    d_pairs_entry = r["d_pairs"][n, jnp.where(as_entry, token * chunk + other_token, 0)]
+    d_pairs_writer = r["d_pairs"][n, jnp.where(as_writer, other_token * chunk + token, 0)]
+    d_weight += jnp.where(as_entry, d_pairs_entry * jnp.exp(gap_entry) * r["seg_key"][n, at],
+                          0)
+    d_key += jnp.where(as_writer,
+                       r["entry_weight"][n, at] * d_pairs_writer * jnp.exp(gap_writer), 0)
+    return d_weight, d_key
+
+  zeros = jnp.zeros((lanes,), jnp.float32)
+  d_weight, d_key = lax.fori_loop(0, jnp.max(seg_end - seg_begin), other, (zeros, zeros))
+  r["d_entry_weight"][n, pl.ds(first, lanes)] = d_weight
+  r["d_key"][n, pl.ds(first, lanes)] = d_key
+
+
+def _cells_bwd(pos, weights, log_at_token, begin, row, token, key, cum_log, order, d_pairs,
+               strict, config: KernelConfig, interpret):
+  """(d_weights [n, C, X], d_key [n, E]) by `_bwd_kernel` (any entries: reads or writes)."""
+  n, chunk, width = pos.shape
+  rows = layout.num_rows(begin.shape[-1] - 1, config.row_tile)
+  entry_row, valid, seg_begin, seg_end = _entry_segments(pos, begin, order)
   # Tile t owns the entries from the first valid one of row >= t * row_tile: a running max
   # of the rows skips the invalid entries interleaved among them (the kernel masks those).
   entry_begin = jax.vmap(lambda r: layout.tile_starts(r, rows, config.row_tile))(
       lax.cummax(entry_row, axis=1))
   by_entry = lambda x: layout.permuted(x.reshape(n, -1), order)  # noqa: E731
-  # Each entry's segment bounds, gathered here so that the kernel's loads of its writers
-  # wait on one load less.
-  safe_row = jnp.where(valid, entry_row, table_rows - 1)  # the zero row: an empty segment
-  segment = lambda shift: jnp.take_along_axis(begin, safe_row + shift, axis=-1)  # noqa: E731
   inputs = dict(entry_begin=entry_begin, entry_row=entry_row, entry_token=order // width,
                 entry_weight=by_entry(weights).astype(jnp.float32),
                 entry_log=by_entry(log_at_token).astype(jnp.float32),
-                entry_seg_begin=segment(0), entry_seg_end=segment(1),
+                entry_seg_begin=seg_begin, entry_seg_end=seg_end,
                 d_pairs=d_pairs.astype(jnp.float32), seg_token=token,
                 seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32))
   outputs = dict(d_cells=jax.ShapeDtypeStruct((n, rows, chunk), jnp.float32),
@@ -274,14 +383,7 @@ def _bwd(strict, config: KernelConfig, interpret, residuals, d_pairs):
   # Entries in no tile were never written: they are the ones of row U, whose gradient is 0.
   d_entry_weight = jnp.where(valid, d_entry_weight, 0)
   d_weights = layout.unpermuted(d_entry_weight, order)
-  d_weights = d_weights.reshape(weights.shape)
-  d_log = weights.astype(jnp.float32) * d_weights
-  d_cum_log = -key.astype(jnp.float32) * d_key  # d/dL_j of k_j exp(l - L_j) is -k_j E
-  return (None, d_weights.astype(weights.dtype), d_log.astype(log_at_token.dtype), None,
-          None, None, d_key.astype(key.dtype), d_cum_log.astype(cum_log.dtype), None)
-
-
-_pair_weights_kernels.defvjp(_fwd, _bwd)
+  return d_weights.reshape(weights.shape), d_key
 
 
 def _bwd_kernel(*refs, names, strict: bool, config: KernelConfig):

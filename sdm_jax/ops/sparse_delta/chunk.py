@@ -256,7 +256,10 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   qk = pair(ids.read_pos, read_w, read_log, order=ids.read_order, strict=False)
   attn = None
   if error == "shared":
-    attn = pair(ids.write_pos, write_w, write_log, order=ids.write_order, strict=True)
+    # A's entries are the writes themselves: its backward walks each write's segment in
+    # the write's own lane (`pair_weights`' own_writes).
+    attn = pair(ids.write_pos, write_w, write_log, order=ids.write_order, strict=True,
+                own_writes=True)
   coefs = jax.vmap(functools.partial(_coefficients, error=error))(
       write_w, write_log, later_log, v, beta, read_w, read_log, end_log, qk, attn)
   plan = ChunkPlan(ids, coefs)

@@ -52,18 +52,19 @@ def _inputs(seed, *, chunks=3, chunk=16, writes=4, width=8, slots=40, strict=Fal
   return i32(pos), f32(weights), f32(log_at_token), segments, i32(order)
 
 
-def _pairs(impl, args, strict, config=None):
+def _pairs(impl, args, strict, config=None, own_writes=False):
   pos, weights, log_at_token, segments, order = args
   return pair_weights.pair_weights(pos, weights, log_at_token, segments, order,
-                                   strict=strict, impl=impl, config=config)
+                                   strict=strict, impl=impl, config=config,
+                                   own_writes=own_writes)
 
 
-def _grads(impl, args, strict, d_pairs, config=None):
+def _grads(impl, args, strict, d_pairs, config=None, own_writes=False):
   pos, weights, log_at_token, segments, order = args
 
   def loss(weights, log_at_token, key, cum_log):
     args = (pos, weights, log_at_token, segments._replace(key=key, cum_log=cum_log), order)
-    return jnp.sum(_pairs(impl, args, strict, config) * d_pairs)
+    return jnp.sum(_pairs(impl, args, strict, config, own_writes) * d_pairs)
 
   return jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)))(
       weights, log_at_token, segments.key, segments.cum_log)
@@ -101,6 +102,25 @@ def test_kernel_backward_matches_xla(strict, config):
                       _grads("xla", args, strict, d_pairs), tol=2e-5)
 
 
+@pytest.mark.parametrize("lanes", [128, 16])
+@pytest.mark.parametrize("slots", [40, 6])
+def test_own_writes_backward_matches_xla(lanes, slots):
+  """The A pair weights' backward with a lane per write (`own_writes`): 64 writes per chunk
+  in lane blocks of 128 (one block, half of it past the entries) or 16 (four); slots from
+  40 (segments of one to a few writes) or from 6 (every token writes 4 of the 6 slots:
+  segments 8 to 16 deep)."""
+  args = _inputs(30 + slots, writes=4, slots=slots, strict=True)
+  d_pairs = jax.random.normal(jax.random.PRNGKey(4), (3, 16, 16))
+  config = pair_weights.KernelConfig(own_writes_lanes=lanes)
+  _assert_grads_match(_grads("pallas", args, True, d_pairs, config, own_writes=True),
+                      _grads("xla", args, True, d_pairs), tol=2e-5)
+
+
+def test_own_writes_rejects_entries_that_are_not_the_writes():
+  with pytest.raises(ValueError, match="own_writes needs the entries"):
+    _pairs("pallas", _inputs(1, width=8, writes=4), strict=False, own_writes=True)
+
+
 @pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("width,forward_block", [(8, 4096), (5, 64)])
 def test_kernel_forward_matches_xla(strict, width, forward_block):
@@ -130,5 +150,8 @@ def test_compiled_kernel_matches_xla(strict):
   np.testing.assert_allclose(np.asarray(pairs["pallas"]), np.asarray(pairs["xla"]),
                              rtol=1e-5, atol=1e-6 * float(jnp.max(jnp.abs(pairs["xla"]))))
   d_pairs = jax.random.normal(jax.random.PRNGKey(3), (8, 32, 32))
-  _assert_grads_match(_grads("pallas", args, strict, d_pairs),
-                      _grads("xla", args, strict, d_pairs), tol=1e-4)
+  want = _grads("xla", args, strict, d_pairs)
+  _assert_grads_match(_grads("pallas", args, strict, d_pairs), want, tol=1e-4)
+  if strict:  # the writes' own lanes too
+    _assert_grads_match(_grads("pallas", args, strict, d_pairs, own_writes=True), want,
+                        tol=1e-4)
