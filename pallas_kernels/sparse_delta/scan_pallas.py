@@ -1056,8 +1056,12 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
                                     unroll=config.scan_unroll)
 
   slab_sum = lambda name: jnp.sum(grads[name], axis=2)  # [n, BH, slabs, ...]  # noqa: E731
-  contract = lambda a, b: jnp.einsum("nxtd,nxud->nxtu", a, b,  # noqa: E731
-                                     precision=lax.Precision.HIGHEST)
+  # The C x C gradients of QK and of the solve, summed over Dv, at the kernels' precision:
+  # at HIGHEST cuBLAS ran them on CUDA cores (sm80 xmma f32 FFMA GEMMs), 0.34 ms of
+  # `sdm_small`'s step on an H100 (session 52's profile); TF32x3 keeps them about float32.
+  contract = lambda a, b: jnp.einsum(  # noqa: E731
+      "nxtd,nxud->nxtu", a, b,
+      precision=platform.f32_dot_precision(interpret, config.f32_dot_passes))
   num_writes, num_reads = coefs.update_coef.shape[-1], coefs.read_coef.shape[-1]
   delta = saved["delta"] if dims.shared else xs["values"]
   d = dict(
