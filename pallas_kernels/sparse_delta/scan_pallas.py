@@ -1059,6 +1059,7 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   # The C x C gradients of QK and of the solve, summed over Dv, at the kernels' precision:
   # at HIGHEST cuBLAS ran them on CUDA cores (sm80 xmma f32 FFMA GEMMs), 0.34 ms of
   # `sdm_small`'s step on an H100 (session 52's profile); TF32x3 keeps them about float32.
+  # The step on an H100: 43.93 ms against 44.08 (WORKSPACE.md, issue 11, session 53).
   contract = lambda a, b: jnp.einsum(  # noqa: E731
       "nxtd,nxud->nxtu", a, b,
       precision=platform.f32_dot_precision(interpret, config.f32_dot_passes))
