@@ -3,7 +3,18 @@
 # contract-tf32x3), d54 (branch dense-pair-grads: the backward's dense kernel sums the QK
 # and solve gradients per slab) and df54 (branch slot-lanes-forward, on d54: the
 # pair-weight forward walks the entries in slot order).
+# Where the branches are missing (a new checkout), they are made again from
+# experiments/device/branches/*.patch (`git format-patch` of each, on db0b59608cc7359ed1a4dff3c8d0ab712dedf0fc).
 set -eu
+branch_from_patch() {  # branch_from_patch NAME BASE PATCH...: branch NAME = BASE + PATCHes
+  git rev-parse -q --verify "refs/heads/$1" > /dev/null && return
+  local name=$1 base=$2; shift 2
+  rm -rf "/tmp/worktree_$name" && git worktree add -q -b "$name" "/tmp/worktree_$name" "$base"
+  git -C "/tmp/worktree_$name" am -q "$@" && git worktree remove "/tmp/worktree_$name"
+}
+PATCHES="$(pwd)/experiments/device/branches"
+branch_from_patch dense-pair-grads db0b59608cc7359ed1a4dff3c8d0ab712dedf0fc "$PATCHES/dense-pair-grads.patch"
+branch_from_patch slot-lanes-forward dense-pair-grads "$PATCHES/slot-lanes-forward.patch"
 archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
   rm -rf "devrun/$1" && mkdir -p "devrun/$1"
   git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
