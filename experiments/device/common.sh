@@ -22,16 +22,17 @@ step() {
 # step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
 # each, alternating, once per name in ROUNDS ("a b c"), then collect_steps. With GDN_TREE
 # set (`GDN_TREE=m52 step_rounds ...`), each round ends with `gdn_small`'s step in
-# devrun/$GDN_TREE (s_gdn_ROUND), for the issue-11 ratio.
+# devrun/$GDN_TREE (s_gdn_ROUND), for the issue-11 ratio. Each process gets 110 s: 31-35 s on
+# most hosts, over 75 on call 53d's.
 step_rounds() {
   local rounds=$1 round tree; shift
   for round in $rounds; do
     for tree in "$@"; do
-      step "s_${tree}_$round" 75 "devrun/$tree" \
+      step "s_${tree}_$round" 110 "devrun/$tree" \
         python -m experiments.bench_ops --op=train_step --train_configs=sdm_small --repeats=10
     done
     if [ -n "${GDN_TREE:-}" ]; then
-      step "s_gdn_$round" 75 "devrun/$GDN_TREE" \
+      step "s_gdn_$round" 110 "devrun/$GDN_TREE" \
         python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10
     fi
   done
