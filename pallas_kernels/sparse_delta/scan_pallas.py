@@ -1060,9 +1060,11 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   # at HIGHEST cuBLAS ran them on CUDA cores (sm80 xmma f32 FFMA GEMMs), 0.34 ms of
   # `sdm_small`'s step on an H100 (session 52's profile); TF32x3 keeps them about float32.
   # The step on an H100: 43.93 ms against 44.08 (WORKSPACE.md, issue 11, session 53).
+  # XLA runs them on the default backend, whatever `interpret` says of the kernels: TF32x3
+  # only where that is a GPU (the CPU's dot_general takes no TF32 algorithm).
   contract = lambda a, b: jnp.einsum(  # noqa: E731
-      "nxtd,nxud->nxtu", a, b,
-      precision=platform.f32_dot_precision(interpret, config.f32_dot_passes))
+      "nxtd,nxud->nxtu", a, b, precision=platform.f32_dot_precision(
+          interpret or not platform.on_gpu(), config.f32_dot_passes))
   num_writes, num_reads = coefs.update_coef.shape[-1], coefs.read_coef.shape[-1]
   delta = saved["delta"] if dims.shared else xs["values"]
   d = dict(
