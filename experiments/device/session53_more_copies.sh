@@ -6,7 +6,7 @@
 # read-lanes-backward, on df54: QK's pair-weight backward on a lane per entry and per
 # write too).
 # Where the branches are missing (a new checkout), they are made again from
-# experiments/device/branches/*.patch (`git format-patch` of each, on db0b59608cc7359ed1a4dff3c8d0ab712dedf0fc).
+# experiments/device/branches/*.patch (`git format-patch` of each, on 0450b540646513c148b858bf3342c597cc993813).
 set -eu
 branch_from_patch() {  # branch_from_patch NAME BASE PATCH...: branch NAME = BASE + PATCHes
   git rev-parse -q --verify "refs/heads/$1" > /dev/null && return
@@ -15,7 +15,7 @@ branch_from_patch() {  # branch_from_patch NAME BASE PATCH...: branch NAME = BAS
   git -C "/tmp/worktree_$name" am -q "$@" && git worktree remove "/tmp/worktree_$name"
 }
 PATCHES="$(pwd)/experiments/device/branches"
-branch_from_patch dense-pair-grads db0b59608cc7359ed1a4dff3c8d0ab712dedf0fc "$PATCHES/dense-pair-grads.patch"
+branch_from_patch dense-pair-grads 0450b540646513c148b858bf3342c597cc993813 "$PATCHES/dense-pair-grads.patch"
 branch_from_patch slot-lanes-forward dense-pair-grads "$PATCHES/slot-lanes-forward.patch"
 branch_from_patch read-lanes-backward slot-lanes-forward "$PATCHES/read-lanes-backward.patch"
 archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
