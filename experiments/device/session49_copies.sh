@@ -4,11 +4,7 @@
 # tests; some have one default edited. Each copy is remade from its commit or branch;
 # devrun/cubins (session49_cubins.sh, run after this) is left as it is.
 set -eu
-archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
-  rm -rf "devrun/$1" && mkdir -p "devrun/$1"
-  git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
-    | tar -x -C "devrun/$1"
-}
+source experiments/device/copies.sh  # archive
 gather_warps() {  # gather_warps NAME N: the copy's KernelConfig.gather_warps default = N
   sed -i "s/^  gather_warps: int | None = None$/  gather_warps: int | None = $2/" \
     "devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"

@@ -4,11 +4,7 @@
 # `deepest_first=True`), b51p4 (bwd-gather-parts, `backward_gather_parts=4`), c51 (stack51:
 # both). Each copy fails loudly if its default was not edited.
 set -eu
-archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
-  rm -rf "devrun/$1" && mkdir -p "devrun/$1"
-  git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
-    | tar -x -C "devrun/$1"
-}
+source experiments/device/copies.sh  # archive
 default() {  # default NAME FIELD TYPE FROM TO: the copy's KernelConfig.FIELD default = TO
   local file="devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"
   sed -i "s/^  $2: $3 = $4$/  $2: $3 = $5/" "$file"

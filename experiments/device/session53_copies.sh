@@ -9,11 +9,7 @@
 # (`writer_unroll=2`, a tie in session 52) is left out. Each copy fails loudly if its
 # default was not edited.
 set -eu
-archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
-  rm -rf "devrun/$1" && mkdir -p "devrun/$1"
-  git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
-    | tar -x -C "devrun/$1"
-}
+source experiments/device/copies.sh  # archive
 default() {  # default NAME FILE FIELD TYPE FROM TO: the copy's FIELD default = TO
   local file="devrun/$1/pallas_kernels/sparse_delta/$2"
   sed -i "s/^  $3: $4 = $5$/  $3: $4 = $6/" "$file"

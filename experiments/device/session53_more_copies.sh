@@ -6,11 +6,7 @@
 # As it ran for call 53d. The branches it archives no longer exist in that form:
 # session54_copies.sh makes session 54's trees from experiments/device/branches/*.patch.
 set -eu
-archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
-  rm -rf "devrun/$1" && mkdir -p "devrun/$1"
-  git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
-    | tar -x -C "devrun/$1"
-}
+source experiments/device/copies.sh  # archive
 rm -rf devrun && mkdir devrun
 archive m54 main
 archive d54 dense-pair-grads

@@ -8,17 +8,7 @@
 # experiments/device/branches/<branch>.patch (`git format-patch`, on BASE).
 set -eu
 BASE=36647ff3d600a4d43a30184e0d1265167f0a87ff
-PATCHES="$(pwd)/experiments/device/branches"
-branch_from_patch() {  # branch_from_patch NAME BASE: branch NAME = BASE + its patch
-  git rev-parse -q --verify "refs/heads/$1" > /dev/null && return
-  rm -rf "/tmp/worktree_$1" && git worktree add -q -b "$1" "/tmp/worktree_$1" "$2"
-  git -C "/tmp/worktree_$1" am -q "$PATCHES/$1.patch" && git worktree remove "/tmp/worktree_$1"
-}
-archive() {  # archive NAME TREE: devrun/NAME = TREE's code and tests
-  rm -rf "devrun/$1" && mkdir -p "devrun/$1"
-  git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
-    | tar -x -C "devrun/$1"
-}
+source experiments/device/copies.sh  # archive, branch_from_patch
 branch_from_patch slot-lanes-forward $BASE
 branch_from_patch read-lanes-backward slot-lanes-forward
 branch_from_patch dense-pair-grads $BASE
