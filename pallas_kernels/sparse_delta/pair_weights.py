@@ -265,35 +265,37 @@ def _bwd(strict, config: KernelConfig, interpret, own_writes, residuals, d_pairs
 _pair_weights_kernels.defvjp(_fwd, _bwd)
 
 
-def _entry_segments(pos, begin, order):
-  """Each slot-sorted entry's row (-1 for the zero row U), whether it has one, and its
-  segment's bounds (empty for the zero row) [n, C * X]."""
-  n = pos.shape[0]
+def _entry_inputs(pos, weights, log_at_token, begin, key, cum_log, order):
+  """What both backward kernels read of the slot-sorted entries [n, C * X] and of the
+  segments [n, E] (float32), and each entry's row (-1 for the zero row U) and whether it
+  has one."""
+  n, _, width = pos.shape
   table_rows = begin.shape[-1] - 1  # U + 1; row U is the zero row
   # `order` is a permutation of each chunk's entries (phase 1's sort).
-  entry_row = layout.permuted(pos.reshape(n, -1).astype(jnp.int32), order)
+  by_entry = lambda x: layout.permuted(x.reshape(n, -1), order)  # noqa: E731
+  entry_row = by_entry(pos.astype(jnp.int32))
   valid = entry_row < table_rows - 1
-  # Gathered here so that the kernels' loads of an entry's writers wait on one load less.
+  # Each entry's segment bounds, gathered here so that the kernels' loads of its writers
+  # wait on one load less.
   safe_row = jnp.where(valid, entry_row, table_rows - 1)  # the zero row: an empty segment
   segment = lambda shift: jnp.take_along_axis(begin, safe_row + shift, axis=-1)  # noqa: E731
-  return jnp.where(valid, entry_row, -1), valid, segment(0), segment(1)
+  inputs = dict(entry_token=order // width,
+                entry_weight=by_entry(weights).astype(jnp.float32),
+                entry_log=by_entry(log_at_token).astype(jnp.float32),
+                entry_seg_begin=segment(0), entry_seg_end=segment(1),
+                seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32))
+  return inputs, jnp.where(valid, entry_row, -1), valid
 
 
 def _own_writes_bwd(pos, weights, log_at_token, begin, key, cum_log, order, d_pairs, strict,
                     config: KernelConfig, interpret):
   """(d_weights [n, C, X], d_key [n, E]) by `_own_writes_bwd_kernel`."""
-  n, chunk, width = pos.shape
+  n, chunk, _ = pos.shape
   lanes = config.own_writes_lanes
   entries = order.shape[-1]
   padded = -(-entries // lanes) * lanes
-  _, _, seg_begin, seg_end = _entry_segments(pos, begin, order)
-  by_entry = lambda x: layout.permuted(x.reshape(n, -1), order)  # noqa: E731
-  inputs = dict(entry_token=order // width,
-                entry_weight=by_entry(weights).astype(jnp.float32),
-                entry_log=by_entry(log_at_token).astype(jnp.float32),
-                entry_seg_begin=seg_begin, entry_seg_end=seg_end,
-                d_pairs=d_pairs.astype(jnp.float32).reshape(n, chunk * chunk),
-                seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32))
+  inputs, _, _ = _entry_inputs(pos, weights, log_at_token, begin, key, cum_log, order)
+  inputs.update(d_pairs=d_pairs.astype(jnp.float32).reshape(n, chunk * chunk))
   per_lane = jax.ShapeDtypeStruct((n, padded), jnp.float32)
   d_entry_weight, d_key = pl.pallas_call(
       functools.partial(_own_writes_bwd_kernel, names=[*inputs, "d_entry_weight", "d_key"],
@@ -357,18 +359,14 @@ def _cells_bwd(pos, weights, log_at_token, begin, row, token, key, cum_log, orde
   """(d_weights [n, C, X], d_key [n, E]) by `_bwd_kernel` (any entries: reads or writes)."""
   n, chunk, width = pos.shape
   rows = layout.num_rows(begin.shape[-1] - 1, config.row_tile)
-  entry_row, valid, seg_begin, seg_end = _entry_segments(pos, begin, order)
+  inputs, entry_row, valid = _entry_inputs(pos, weights, log_at_token, begin, key, cum_log,
+                                           order)
   # Tile t owns the entries from the first valid one of row >= t * row_tile: a running max
   # of the rows skips the invalid entries interleaved among them (the kernel masks those).
   entry_begin = jax.vmap(lambda r: layout.tile_starts(r, rows, config.row_tile))(
       lax.cummax(entry_row, axis=1))
-  by_entry = lambda x: layout.permuted(x.reshape(n, -1), order)  # noqa: E731
-  inputs = dict(entry_begin=entry_begin, entry_row=entry_row, entry_token=order // width,
-                entry_weight=by_entry(weights).astype(jnp.float32),
-                entry_log=by_entry(log_at_token).astype(jnp.float32),
-                entry_seg_begin=seg_begin, entry_seg_end=seg_end,
-                d_pairs=d_pairs.astype(jnp.float32), seg_token=token,
-                seg_key=key.astype(jnp.float32), seg_cum_log=cum_log.astype(jnp.float32))
+  inputs.update(entry_begin=entry_begin, entry_row=entry_row,
+                d_pairs=d_pairs.astype(jnp.float32), seg_token=token)
   outputs = dict(d_cells=jax.ShapeDtypeStruct((n, rows, chunk), jnp.float32),
                  d_entry_weight=jax.ShapeDtypeStruct((n, chunk * width), jnp.float32))
   names = list(inputs) + list(outputs)
