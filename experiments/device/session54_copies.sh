@@ -7,7 +7,7 @@
 # the scan). Where a branch is missing (a new checkout keeps main only), it is made from
 # experiments/device/branches/<branch>.patch (`git format-patch`, on BASE).
 set -eu
-BASE=36647ff3d600a4d43a30184e0d1265167f0a87ff
+BASE=aeb6062debf2602bf3590c937607018dded4d111
 source experiments/device/copies.sh  # archive, branch_from_patch
 branch_from_patch slot-lanes-forward $BASE
 branch_from_patch read-lanes-backward slot-lanes-forward
