@@ -35,10 +35,10 @@ from jax import lax
 
 class Permutation(NamedTuple):
   """A permutation of the last axis of [..., E] arrays, per leading index, with its inverse,
-  so that both directions (and both their transposes) are gathers: a GPU gathers a
-  permutation at memory speed, where XLA's scatter of one (even declared unique) also
-  fills its output first and builds [..., E, 2] batched indices (session 53's H100
-  profile: 0.8 ms of `sdm_small`'s step in such scatters)."""
+  so that both directions (and both their transposes) are gathers: XLA's scatter of a
+  permutation, even one declared unique, fills its output first and, batched, builds
+  [..., E, 2] indices. With the plan's sort on one key, gathers in place of those
+  scatters took 0.80 ms off `sdm_small`'s step on an H100 (WORKSPACE.md, session 55)."""
   order: jax.Array    # [..., E] position e of the permuted array holds entry order[e]
   inverse: jax.Array  # [..., E] entry i goes to position inverse[i]: order[inverse[i]] = i
 
@@ -55,6 +55,7 @@ def inverse_order(order: jax.Array) -> jax.Array:
 
 
 def permutation(order: jax.Array) -> Permutation:
+  """order [..., E] (a permutation of the last axis per leading index) with its inverse."""
   return Permutation(order.astype(jnp.int32), inverse_order(order))
 
 
@@ -67,20 +68,23 @@ def _flat_index(index: jax.Array, width: int) -> jax.Array:
   return (index.reshape(rows, -1) + offsets).reshape(-1)
 
 
-def gather_last(values: jax.Array, index: jax.Array) -> jax.Array:
+def gather_last(values: jax.Array, index: jax.Array, *, unique: bool = False) -> jax.Array:
   """values [..., E] at index [..., X] along the last axis (as `jnp.take_along_axis` with
-  the same leading axes; every index in [0, E)), by one flat gather."""
+  the same leading axes; every index in [0, E)), by one flat gather. unique: the indices
+  are distinct per leading index, so the transpose may be a plain scatter (no atomic
+  adds); a wrong promise gives wrong gradients."""
   if values.shape[:-1] != index.shape[:-1]:
     raise ValueError(f"gather_last needs values and index with the same leading axes, got "
                      f"{values.shape} and {index.shape}")
   if values.size > jnp.iinfo(jnp.int32).max:
     return jnp.take_along_axis(values, index, axis=-1)
   flat = values.reshape(-1).at[_flat_index(index.astype(jnp.int32), values.shape[-1])].get(
-      mode="promise_in_bounds", unique_indices=True)
+      mode="promise_in_bounds", unique_indices=unique)
   return flat.reshape(index.shape)
 
 
 def _gather_or_zero(values, index):
+  # Differentiated only through matched_gather's own rule, so uniqueness is moot here.
   return jnp.where(index >= 0, gather_last(values, jnp.maximum(index, 0)), 0)
 
 
@@ -118,7 +122,8 @@ def unpermuted(values: jax.Array, perm: Permutation) -> jax.Array:
 
 class EntryLayout(NamedTuple):
   """Slot-sorted entries of one chunk and its row tiles. Leading axes [..., n_chunks]."""
-  order: Permutation      # [..., E] token-major index (token * width + i) of sorted entry e
+  order: Permutation      # [..., E] order[e]: the token-major index (token * width + i) of
+  #                         sorted entry e, with its inverse
   token: jax.Array        # [..., E] the entry's token
   row: jax.Array          # [..., E] the entry's row (segment); >= rows for padding entries
   row_slot: jax.Array     # [..., rows] slot of each row, >= num_slots past the last segment
@@ -204,8 +209,8 @@ def row_tiles(entries: EntryLayout, row_order: str) -> RowTiles:
   """The rows of `entries` in row order "slot" (as they are) or "depth" (`depth_order`)."""
   if row_order not in ROW_ORDERS:
     raise ValueError(f"row_order must be one of {ROW_ORDERS}, got {row_order!r}")
-  rows = (depth_order(entries.row_begin, entries.order.order.shape[-1]) if row_order == "depth"
-          else None)
+  num_entries = entries.order.order.shape[-1]
+  rows = depth_order(entries.row_begin, num_entries) if row_order == "depth" else None
   return RowTiles(rows=rows, slot=in_tile_order(entries.row_slot, rows),
                   begin=in_tile_order(entries.row_begin[..., :-1], rows),
                   end=in_tile_order(entries.row_begin[..., 1:], rows))
@@ -214,7 +219,7 @@ def row_tiles(entries: EntryLayout, row_order: str) -> RowTiles:
 def in_tile_order(per_row: jax.Array, rows: jax.Array | None) -> jax.Array:
   """per_row [..., rows] at the positions of `RowTiles.rows` (None: unchanged; else a
   permutation of the rows, `depth_order`)."""
-  return per_row if rows is None else gather_last(per_row, rows)
+  return per_row if rows is None else gather_last(per_row, rows, unique=True)
 
 
 def _layout_by_order(values, order: Permutation, *, width: int, rows: int, rows_of):

@@ -136,8 +136,9 @@ def pair_weights(pos, weights, log_at_token, segments: SlotSegments,
   and log_at_token [n, C, X] (w and l = L_t(s)), the chunks' write segments.
 
   order [n, C * X]: the token-major entries (t * X + x) sorted by slot, ties by token
-  (phase 1's sort, with its inverse); the backward kernel needs it, the XLA path ignores it. Entries whose
-  pos is the zero row U (reads of slots the chunk does not write) may sit anywhere in it.
+  (phase 1's sort, a `layout.Permutation`); the backward kernel needs it, the XLA path
+  ignores it. Entries whose pos is the zero row U (reads of slots the chunk does not
+  write) may sit anywhere in it.
   Differentiable in weights, log_at_token, segments.key and segments.cum_log.
   impl: "xla" (tables from the segments, the fused forward and its autodiff,
   rematerialised) or "pallas" (the forward and backward kernels, float32; interpret mode
