@@ -127,7 +127,8 @@ def _every_chunk(pos, weights, log_at_token, key_table, cum_log_decay, strict):
 _pair_weights_xla = jax.checkpoint(_every_chunk, static_argnums=(5,))
 
 
-def pair_weights(pos, weights, log_at_token, segments: SlotSegments, order, *,
+def pair_weights(pos, weights, log_at_token, segments: SlotSegments,
+                 order: layout.Permutation, *,
                  strict: bool, impl: str = "xla", config: KernelConfig | None = None,
                  interpret: bool | None = None, own_writes: bool = False):
   """P [n, C, C] of n chunks (every argument with a leading [n] axis): pos [n, C, X] rows
@@ -135,8 +136,9 @@ def pair_weights(pos, weights, log_at_token, segments: SlotSegments, order, *,
   and log_at_token [n, C, X] (w and l = L_t(s)), the chunks' write segments.
 
   order [n, C * X]: the token-major entries (t * X + x) sorted by slot, ties by token
-  (phase 1's sort); the backward kernel needs it, the XLA path ignores it. Entries whose
-  pos is the zero row U (reads of slots the chunk does not write) may sit anywhere in it.
+  (phase 1's sort, a `layout.Permutation`); the backward kernel needs it, the XLA path
+  ignores it. Entries whose pos is the zero row U (reads of slots the chunk does not
+  write) may sit anywhere in it.
   Differentiable in weights, log_at_token, segments.key and segments.cum_log.
   impl: "xla" (tables from the segments, the fused forward and its autodiff,
   rematerialised) or "pallas" (the forward and backward kernels, float32; interpret mode
@@ -147,9 +149,9 @@ def pair_weights(pos, weights, log_at_token, segments: SlotSegments, order, *,
   """
   if impl not in IMPLS:
     raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-  if own_writes and order.shape[-1] != segments.token.shape[-1]:
+  if own_writes and order.order.shape[-1] != segments.token.shape[-1]:
     raise ValueError(f"own_writes needs the entries to be the segments' writes: order has "
-                     f"{order.shape[-1]} entries per chunk, the segments "
+                     f"{order.order.shape[-1]} entries per chunk, the segments "
                      f"{segments.token.shape[-1]}")
   if impl == "xla":
     # The tables outside the rematerialised part: the QK and A calls build the same ones.
@@ -278,8 +280,8 @@ def _entry_inputs(pos, weights, log_at_token, begin, key, cum_log, order):
   # Each entry's segment bounds, gathered here so that the kernels' loads of its writers
   # wait on one load less.
   safe_row = jnp.where(valid, entry_row, table_rows - 1)  # the zero row: an empty segment
-  segment = lambda shift: jnp.take_along_axis(begin, safe_row + shift, axis=-1)  # noqa: E731
-  inputs = dict(entry_token=order // width,
+  segment = lambda shift: layout.gather_last(begin, safe_row + shift)  # noqa: E731
+  inputs = dict(entry_token=order.order // width,
                 entry_weight=by_entry(weights).astype(jnp.float32),
                 entry_log=by_entry(log_at_token).astype(jnp.float32),
                 entry_seg_begin=segment(0), entry_seg_end=segment(1),
@@ -292,7 +294,7 @@ def _own_writes_bwd(pos, weights, log_at_token, begin, key, cum_log, order, d_pa
   """(d_weights [n, C, X], d_key [n, E]) by `_own_writes_bwd_kernel`."""
   n, chunk, _ = pos.shape
   lanes = config.own_writes_lanes
-  entries = order.shape[-1]
+  entries = order.order.shape[-1]
   padded = -(-entries // lanes) * lanes
   inputs, _, _ = _entry_inputs(pos, weights, log_at_token, begin, key, cum_log, order)
   inputs.update(d_pairs=d_pairs.astype(jnp.float32).reshape(n, chunk * chunk))

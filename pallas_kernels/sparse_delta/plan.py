@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import jax
 
+from pallas_kernels.sparse_delta import layout
+
 
 class ChunkIds(NamedTuple):
   """Integer addressing of each chunk."""
@@ -25,6 +27,17 @@ class ChunkIds(NamedTuple):
   #                         ties by token (phase 1's pair-weight kernel and phase 2's layout)
   read_pos: jax.Array     # [..., C, R] position of each read id in `slots`, U if the chunk
   #                         does not write it
+  write_inverse: jax.Array  # [..., C * W] the inverse of write_order: each write's place in
+  #                           the sorted list
+  read_inverse: jax.Array   # [..., C * R] the inverse of read_order
+
+  @property
+  def write_permutation(self) -> layout.Permutation:
+    return layout.Permutation(self.write_order, self.write_inverse)
+
+  @property
+  def read_permutation(self) -> layout.Permutation:
+    return layout.Permutation(self.read_order, self.read_inverse)
 
 
 class ChunkCoefs(NamedTuple):

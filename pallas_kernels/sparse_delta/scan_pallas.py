@@ -782,9 +782,9 @@ def _write_layout(ids: ChunkIds, dims: _Dims, config: KernelConfig):
   The forward builds it and the backward reuses it."""
   slots = ids.slots.astype(jnp.int32)
   flat_pos = ids.write_pos.reshape(*ids.write_pos.shape[:-2], -1).astype(jnp.int32)
-  write_slot = jnp.take_along_axis(slots, flat_pos, axis=-1).reshape(ids.write_pos.shape)
+  write_slot = layout.gather_last(slots, flat_pos).reshape(ids.write_pos.shape)
   writes = jax.tree.map(_chunk_major, layout.write_layout(
-      ids.write_pos, slots, ids.write_order, num_slots=dims.num_slots, width=dims.writes,
+      ids.write_pos, slots, ids.write_permutation, num_slots=dims.num_slots, width=dims.writes,
       row_tile=config.row_tile))
   int_xs = dict(
       read_slot=_chunk_major(layout.pad_entries(ids.read_idx.astype(jnp.int32), dims.reads,
@@ -830,7 +830,7 @@ def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelCo
   """Slot-sorted read entries and read row tiles (the backward's scatter of d_out);
   write_tile_rows: the write layout's `layout.RowTiles.rows`."""
   reads = jax.tree.map(_chunk_major, layout.read_layout(
-      ids.read_idx, ids.read_order, num_slots=dims.num_slots, width=dims.reads,
+      ids.read_idx, ids.read_permutation, num_slots=dims.num_slots, width=dims.reads,
       row_tile=config.row_tile))
   xs = dict(read_entry_token=reads.token,
             read_entry_coef=_sorted(_chunk_major(coefs.read_coef).astype(jnp.float32), reads,
@@ -845,7 +845,7 @@ def _read_inputs(coefs: ChunkCoefs, ids: ChunkIds, dims: _Dims, config: KernelCo
     read_row = jnp.maximum(union.write_read_row, 0)
     is_read = union.write_read_row >= 0
     segment = lambda bound: layout.in_tile_order(jnp.where(  # noqa: E731
-        is_read, jnp.take_along_axis(bound, read_row, axis=-1), 0), write_tile_rows)
+        is_read, layout.gather_last(bound, read_row), 0), write_tile_rows)
     xs.update(write_tile_read_begin=segment(reads.row_begin[..., :-1]),
               write_tile_read_end=segment(reads.row_begin[..., 1:]))
   xs.update(_tile_inputs("read", layout.row_tiles(read_tile_layout, config.row_order)))
@@ -875,7 +875,7 @@ def _union_rows(read_pos, reads: layout.EntryLayout, dims: _Dims, unwritten: int
   lead = padded.shape[:2]
   flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
   read_write_row, write_read_row = jax.vmap(one)(
-      flat(padded), flat(reads.order), flat(reads.row_begin), flat(reads.row_slot))
+      flat(padded), flat(reads.order.order), flat(reads.row_begin), flat(reads.row_slot))
   return _UnionRows(read_write_row.reshape(*lead, -1), write_read_row.reshape(*lead, -1))
 
 

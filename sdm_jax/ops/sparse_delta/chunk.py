@@ -76,12 +76,24 @@ class _EntryIds(NamedTuple):
   row_begin: jax.Array    # [U + 2] first slot-sorted write of each row, then C * W
 
 
-def _sort_keys(slot, minor, *, num_slots: int, chunk: int):
-  """Sort keys of entries ordered by (slot, minor), minor in [0, 2 * chunk): one int32
-  where it fits, else two."""
-  if num_slots * 2 * chunk <= jnp.iinfo(jnp.int32).max:
-    return (slot * (2 * chunk) + minor,)
-  return slot, minor
+def _sort_order(slot, minor, *, num_slots: int, chunk: int):
+  """[E] the stable order of entries by (slot, minor), minor in [0, 2 * chunk).
+
+  Where slot, minor and the entry's own index fit in one int32 key, an unstable sort of
+  that key alone: the keys are distinct, so its order is the stable one, and a sort of one
+  operand moves half the data of a key sorted with the indices beside it (at `sdm_small`'s
+  shapes the plan's sort of [2048, 2048] keys took 0.21 ms a layer on an H100 with two
+  operands, session 53's profile). Else (slot, minor) as one key, or two, with the
+  indices."""
+  entries = slot.shape[-1]
+  entry = jnp.arange(entries, dtype=jnp.int32)
+  limit = jnp.iinfo(jnp.int32).max
+  if num_slots * 2 * chunk * entries <= limit:
+    key = (slot * (2 * chunk) + minor) * entries + entry
+    return lax.rem(lax.sort(key, is_stable=False), jnp.int32(entries))
+  keys = ((slot * (2 * chunk) + minor,) if num_slots * 2 * chunk <= limit else (slot, minor))
+  *_, order = lax.sort((*keys, entry), num_keys=len(keys), is_stable=True)
+  return order
 
 
 def _chunk_ids(write_idx, read_idx, *, num_slots):
@@ -100,9 +112,8 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
   tokens = lambda x: jnp.repeat(jnp.arange(chunk, dtype=jnp.int32), x)  # noqa: E731
   slot = jnp.concatenate([write_ids, read_ids])
   minor = jnp.concatenate([2 * tokens(num_writes), 2 * tokens(num_reads) + 1])
-  keys = _sort_keys(slot, minor, num_slots=num_slots, chunk=chunk)
+  order = _sort_order(slot, minor, num_slots=num_slots, chunk=chunk)
   entry = jnp.arange(slot.size, dtype=jnp.int32)
-  *_, order = lax.sort((*keys, entry), num_keys=len(keys), is_stable=True)
   is_read = order >= num_unique
   writes_so_far = jnp.cumsum(~is_read, dtype=jnp.int32)  # writes at or before each entry
   # Write entry e of the sorted list is write (t, i) = write_order[e]; reads likewise.
@@ -111,10 +122,16 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
   read_rank = entry - writes_so_far
   read_order = jnp.zeros((num_reads * chunk,), jnp.int32).at[
       jnp.where(is_read, read_rank, read_ids.size)].set(order - num_unique, mode="drop")
+  write_inverse = jnp.zeros((num_unique,), jnp.int32).at[
+      jnp.where(is_read, num_unique, order)].set(writes_so_far - 1, mode="drop")
+  # Where each read (t, j) sorts among all entries: its sorted-read rank and what the
+  # sort gives each read entry are gathers from it, not scatters of their own.
+  read_entry = jnp.zeros((read_ids.size,), jnp.int32).at[
+      jnp.where(is_read, order - num_unique, read_ids.size)].set(entry, mode="drop")
   sorted_ids = write_ids[write_order]
   # The position of each sorted write's slot among the unique written slots.
   position = jnp.cumsum(layout.segment_starts(sorted_ids).astype(jnp.int32)) - 1
-  write_pos = layout.unpermuted(position, write_order).reshape(chunk, num_writes)
+  write_pos = position[write_inverse].reshape(chunk, num_writes)
   # Distinct out-of-range padding ids after the real slots: gathers fill them with zeros,
   # scatters drop them, and the slots stay sorted and unique, which both are promised.
   slots = (num_slots + jnp.arange(num_unique, dtype=jnp.int32)).at[position].set(sorted_ids)
@@ -128,12 +145,11 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
   row = jnp.where(written_before, position[before],
                   jnp.where(written_after, position[after], num_unique))
   writer = jnp.where(written_before, before, -1)
-  unsort_reads = lambda x: jnp.zeros((read_ids.size,), jnp.int32).at[  # noqa: E731
-      jnp.where(is_read, order - num_unique, read_ids.size)].set(x, mode="drop").reshape(
-          read_idx.shape)
+  unsort_reads = lambda x: x[read_entry].reshape(read_idx.shape)  # noqa: E731
   row_begin = layout.tile_starts(position, num_unique + 1, 1)
-  read_pos = unsort_reads(row)
-  ids = ChunkIds(slots, write_pos, read_idx, write_order, read_order, read_pos)
+  ids = ChunkIds(slots=slots, write_pos=write_pos, read_idx=read_idx, write_order=write_order,
+                 read_order=read_order, read_pos=unsort_reads(row),
+                 write_inverse=write_inverse, read_inverse=read_rank[read_entry])
   return ids, _EntryIds(unsort_reads(writer), position, row_begin)
 
 
@@ -163,31 +179,44 @@ def _segment_cumsum(x, segment_start, max_length: int):
   return x
 
 
-def _entry_logs(log_decay, write_order, entry_ids: _EntryIds):
-  """One chunk's cumulative log decays: log_decay [C, W] -> (cum_log [C * W] at the
-  slot-sorted writes, write_log [C, W], later_log [C, W], read_log [C, R], end_log [U]):
-  L_u(s) of each write, L_C(s) - L_u(s) of each write (summed over the slot's later
-  writes, not subtracted), L_t(s) of each read (0 if the chunk writes s only later or
-  never) and L_C(s) of each row."""
-  chunk, num_writes = log_decay.shape
+def _entry_logs(log_decay, write_order: layout.Permutation, entry_ids: _EntryIds):
+  """The chunks' cumulative log decays: log_decay [n, C, W] -> (cum_log [n, C * W] at the
+  slot-sorted writes, write_log [n, C, W], later_log [n, C, W], read_log [n, C, R],
+  end_log [n, U]): L_u(s) of each write, L_C(s) - L_u(s) of each write (summed over the
+  slot's later writes, not subtracted), L_t(s) of each read (0 if the chunk writes s only
+  later or never) and L_C(s) of each row.
+
+  Batched over chunks outside the per-chunk sums: the permutations and each row's last
+  entry are then flat gathers whose transposes are gathers too (`layout.matched_gather`),
+  not XLA's batched scatters."""
+  n, chunk, num_writes = log_decay.shape
+  steps = layout.permuted(log_decay.reshape(n, -1), write_order)
+  cum_log, later, read_log = jax.vmap(functools.partial(_sorted_logs, chunk=chunk))(
+      steps, entry_ids)
+  rows, begin = entry_ids.write_rows, entry_ids.row_begin
+  # Row r's last entry (-1 for an empty row), and each entry's row if it is its row's last.
+  last = jnp.where(begin[:, 1:-1] > begin[:, :-2], begin[:, 1:-1] - 1, -1)
+  is_last = jnp.concatenate([rows[:, 1:] != rows[:, :-1], jnp.ones((n, 1), bool)], axis=1)
+  end_log = layout.matched_gather(cum_log, last, jnp.where(is_last, rows, -1))
+  token_major = lambda x: layout.unpermuted(x, write_order).reshape(  # noqa: E731
+      n, chunk, num_writes)
+  return cum_log, token_major(cum_log), token_major(later), read_log, end_log
+
+
+def _sorted_logs(steps, entry_ids: _EntryIds, *, chunk: int):
+  """One chunk's sums over its slot-sorted write steps [C * W] (`_entry_logs`): (cum_log,
+  later, read_log)."""
   rows, begin = entry_ids.write_rows, entry_ids.row_begin
   num_entries = rows.shape[0]
-  # write_order is a permutation: declared so (here and in `token_major`), the gather's
-  # transpose and the scatters' derivatives are plain scatters and gathers, no atomic adds.
-  steps = layout.permuted(log_decay.reshape(-1), write_order)
   cum_log = _segment_cumsum(steps, begin[rows], chunk)
   # The slot's steps after each write: a suffix sum (reversed scan) of the next entry's step.
   same_as_next = jnp.concatenate([rows[1:] == rows[:-1], jnp.zeros((1,), bool)])
   next_step = jnp.where(same_as_next, jnp.concatenate([steps[1:], steps[:1]]), 0)
   reversed_start = (num_entries - begin[rows + 1])[::-1]
   later = _segment_cumsum(next_step[::-1], reversed_start, chunk)[::-1]
-  token_major = lambda x: layout.unpermuted(x, write_order).reshape(  # noqa: E731
-      chunk, num_writes)
   writer = entry_ids.read_writer
   read_log = jnp.where(writer >= 0, cum_log[jnp.maximum(writer, 0)], 0)
-  last = begin[1:-1] - 1  # of each row's segment, U rows
-  end_log = jnp.where(begin[1:-1] > begin[:-2], cum_log[jnp.maximum(last, 0)], 0)
-  return cum_log, token_major(cum_log), token_major(later), read_log, end_log
+  return cum_log, later, read_log
 
 
 def _coefficients(write_w, write_log, later_log, v, beta, read_w, read_log, end_log, qk, attn,
@@ -245,20 +274,20 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   ids, entry_ids = jax.vmap(functools.partial(_chunk_ids, num_slots=num_slots))(write_ids,
                                                                                read_idx)
   log_decay = jax.vmap(functools.partial(_log_decay, error=error))(write_w, beta, g)
-  cum_log, write_log, later_log, read_log, end_log = jax.vmap(_entry_logs)(
-      log_decay, ids.write_order, entry_ids)
+  cum_log, write_log, later_log, read_log, end_log = _entry_logs(
+      log_decay, ids.write_permutation, entry_ids)
   flat = lambda x: x.reshape(x.shape[0], -1)  # noqa: E731
   segments = pair_weights.SlotSegments(
       begin=entry_ids.row_begin, row=entry_ids.write_rows,
       token=ids.write_order // num_writes,
-      key=layout.permuted(flat(write_w), ids.write_order), cum_log=cum_log)
+      key=layout.permuted(flat(write_w), ids.write_permutation), cum_log=cum_log)
   pair = functools.partial(pair_weights.pair_weights, segments=segments, impl=pair_impl)
-  qk = pair(ids.read_pos, read_w, read_log, order=ids.read_order, strict=False)
+  qk = pair(ids.read_pos, read_w, read_log, order=ids.read_permutation, strict=False)
   attn = None
   if error == "shared":
     # A's entries are the writes themselves: its backward walks each write's segment in
     # the write's own lane (`pair_weights`' own_writes).
-    attn = pair(ids.write_pos, write_w, write_log, order=ids.write_order, strict=True,
+    attn = pair(ids.write_pos, write_w, write_log, order=ids.write_permutation, strict=True,
                 own_writes=True)
   coefs = jax.vmap(functools.partial(_coefficients, error=error))(
       write_w, write_log, later_log, v, beta, read_w, read_log, end_log, qk, attn)

@@ -13,7 +13,7 @@ from pallas_kernels.sparse_delta import layout
 def _scatter_by_layout(entries: layout.EntryLayout, values, num_slots, row_tile):
   """Sums token-major `values` [C * width] per slot the way the kernels do: row by row
   over each row's segment [row_begin[r], row_begin[r + 1]), stored at the row's slot."""
-  order, row = np.asarray(entries.order), np.asarray(entries.row)
+  order, row = np.asarray(entries.order.order), np.asarray(entries.row)
   row_slot, begin = np.asarray(entries.row_slot), np.asarray(entries.row_begin)
   assert len(begin) == len(row_slot) + 1 and len(row_slot) % row_tile == 0
   sums = np.zeros(num_slots)
@@ -37,9 +37,10 @@ def test_read_layout_sums_every_entry_once(reads, width, row_tile):
   num_slots, chunk = 12, 7  # heavy reuse: 7 tokens x `reads` ids over 12 slots
   read_idx = rng.integers(0, num_slots, (chunk, reads))
   order = np.argsort(read_idx.reshape(-1), kind="stable")  # phase 1's sort
-  entries = layout.read_layout(jnp.asarray(read_idx)[None], jnp.asarray(order)[None],
+  entries = layout.read_layout(jnp.asarray(read_idx)[None],
+                               layout.permutation(jnp.asarray(order)[None]),
                                num_slots=num_slots, width=width, row_tile=row_tile)
-  entries = layout.EntryLayout(*(np.asarray(x)[0] for x in entries))
+  entries = jax.tree.map(lambda x: np.asarray(x)[0], entries)
   values = rng.standard_normal(chunk * width)
   values.reshape(chunk, width)[:, reads:] = 0  # padding entries carry nothing
   want = np.zeros(num_slots)
@@ -58,9 +59,10 @@ def test_write_layout_rows_are_the_unique_positions():
   slots = np.concatenate([slots, num_slots + np.arange(write_idx.size - len(slots))])
   order = np.argsort(write_idx.reshape(-1), kind="stable")  # phase 1's sort
   entries = layout.write_layout(jnp.asarray(write_pos.reshape(3, 3))[None],
-                                jnp.asarray(slots)[None], jnp.asarray(order)[None],
+                                jnp.asarray(slots)[None],
+                                layout.permutation(jnp.asarray(order)[None]),
                                 num_slots=num_slots, width=4, row_tile=row_tile)
-  entries = layout.EntryLayout(*(np.asarray(x)[0] for x in entries))
+  entries = jax.tree.map(lambda x: np.asarray(x)[0], entries)
   assert entries.row_slot.shape == (layout.num_rows(9, row_tile),)
   np.testing.assert_array_equal(entries.row_slot[:5], [3, 7, 11, 20, 42])
   assert np.all(entries.row_slot[5:] >= num_slots)
@@ -69,10 +71,10 @@ def test_write_layout_rows_are_the_unique_positions():
   want = np.zeros(num_slots)
   np.add.at(want, write_idx.reshape(-1), values.reshape(3, 4)[:, :3].reshape(-1))
   np.testing.assert_allclose(_scatter_by_layout(entries, values, num_slots, row_tile), want)
-  np.testing.assert_array_equal(entries.token[:9], np.asarray(entries.order[:9]) // 4)
+  np.testing.assert_array_equal(entries.token[:9], np.asarray(entries.order.order[:9]) // 4)
   # Entries sorted by slot, ties by token; the three padding entries last.
   np.testing.assert_array_equal(entries.row[:9], np.sort(write_pos.reshape(-1), kind="stable"))
-  np.testing.assert_array_equal(entries.order[9:], [3, 7, 11])
+  np.testing.assert_array_equal(entries.order.order[9:], [3, 7, 11])
 
 
 @pytest.mark.parametrize("row_tile", [1, 4])
@@ -114,8 +116,8 @@ def test_row_tiles_hold_each_rows_slot_and_segment_at_its_position(row_order):
   rng = np.random.default_rng(4)
   read_idx = rng.integers(0, 40, (2, 8, 4)).astype(np.int32)  # [chunks, C, R], repeats
   read_order = np.argsort(read_idx.reshape(2, -1), axis=-1, kind="stable").astype(np.int32)
-  entries = layout.read_layout(jnp.asarray(read_idx), jnp.asarray(read_order), num_slots=40,
-                               width=4, row_tile=8)
+  entries = layout.read_layout(jnp.asarray(read_idx), layout.permutation(jnp.asarray(read_order)),
+                               num_slots=40, width=4, row_tile=8)
   tiles = layout.row_tiles(entries, row_order)
   row_slot, begin = np.asarray(entries.row_slot), np.asarray(entries.row_begin)
   rows = (np.broadcast_to(np.arange(row_slot.shape[-1]), row_slot.shape)
@@ -131,7 +133,8 @@ def test_row_tiles_hold_each_rows_slot_and_segment_at_its_position(row_order):
 
 
 def test_row_tiles_reject_an_unknown_row_order():
-  entries = layout.read_layout(jnp.zeros((1, 2, 2), jnp.int32), jnp.zeros((1, 4), jnp.int32),
+  entries = layout.read_layout(jnp.zeros((1, 2, 2), jnp.int32),
+                               layout.permutation(jnp.arange(4, dtype=jnp.int32)[None]),
                                num_slots=4, width=2, row_tile=4)
   with pytest.raises(ValueError, match="row_order"):
     layout.row_tiles(entries, "random")
@@ -148,20 +151,81 @@ def _permutation_case(seed):
   return values, order, lambda f: jax.grad(lambda x: jnp.sum(weights * f(x)))(values)
 
 
+def test_inverse_order_inverts_every_leading_index():
+  _, order, _ = _permutation_case(4)
+  inverse = np.asarray(layout.inverse_order(order))
+  np.testing.assert_array_equal(np.take_along_axis(np.asarray(order), inverse, axis=-1),
+                                np.broadcast_to(np.arange(16), order.shape))
+
+
 def test_permuted_matches_take_along_axis_and_its_gradient():
   values, order, grad = _permutation_case(5)
-  np.testing.assert_array_equal(layout.permuted(values, order),
+  perm = layout.permutation(order)
+  np.testing.assert_array_equal(layout.permuted(values, perm),
                                 jnp.take_along_axis(values, order, axis=-1))
   np.testing.assert_array_equal(
-      grad(lambda x: layout.permuted(x, order)),
+      grad(lambda x: layout.permuted(x, perm)),
       grad(lambda x: jnp.take_along_axis(x, order, axis=-1)))
 
 
 def test_unpermuted_inverts_permuted_and_matches_a_scatter_and_its_gradient():
   values, order, grad = _permutation_case(6)
+  perm = layout.permutation(order)
   scatter = lambda x: jax.vmap(jax.vmap(  # noqa: E731
       lambda v, o: jnp.zeros_like(v).at[o].set(v)))(x, order)
-  np.testing.assert_array_equal(layout.unpermuted(values, order), scatter(values))
-  np.testing.assert_array_equal(layout.unpermuted(layout.permuted(values, order), order),
+  np.testing.assert_array_equal(layout.unpermuted(values, perm), scatter(values))
+  np.testing.assert_array_equal(layout.unpermuted(layout.permuted(values, perm), perm),
                                 values)
-  np.testing.assert_array_equal(grad(lambda x: layout.unpermuted(x, order)), grad(scatter))
+  np.testing.assert_array_equal(grad(lambda x: layout.unpermuted(x, perm)), grad(scatter))
+
+
+def test_permuted_under_vmap_and_jit_matches_take_along_axis():
+  values, order, grad = _permutation_case(7)
+  perm = layout.permutation(order)
+  f = jax.jit(jax.vmap(layout.permuted))
+  np.testing.assert_array_equal(f(values, perm), jnp.take_along_axis(values, order, axis=-1))
+  np.testing.assert_array_equal(
+      grad(lambda x: jax.vmap(layout.unpermuted)(x, perm)),
+      grad(lambda x: layout.unpermuted(x, perm)))
+
+
+def test_matched_gather_takes_each_entry_once_and_its_transpose_gathers_back():
+  """out [2, 5] from values [2, 8]: some positions empty (-1), some entries untaken."""
+  rng = np.random.default_rng(8)
+  values = jnp.asarray(rng.normal(size=(2, 8)), jnp.float32)
+  index = np.array([[3, -1, 0, 7, 5], [-1, 6, 1, -1, 2]], np.int32)
+  back = np.full((2, 8), -1, np.int32)
+  for b in range(2):
+    for p, i in enumerate(index[b]):
+      if i >= 0:
+        back[b, i] = p
+  want = np.where(index >= 0, np.take_along_axis(np.asarray(values), np.maximum(index, 0),
+                                                 axis=-1), 0)
+  got = layout.matched_gather(values, jnp.asarray(index), jnp.asarray(back))
+  np.testing.assert_array_equal(got, want)
+  weights = jnp.asarray(rng.normal(size=(2, 5)), jnp.float32)
+  d_values = jax.grad(lambda x: jnp.sum(weights * layout.matched_gather(
+      x, jnp.asarray(index), jnp.asarray(back))))(values)
+  d_want = jax.grad(lambda x: jnp.sum(weights * jnp.where(
+      index >= 0, jnp.take_along_axis(x, jnp.maximum(index, 0), axis=-1), 0)))(values)
+  np.testing.assert_array_equal(d_values, d_want)
+
+
+def test_gather_last_rejects_other_leading_axes():
+  with pytest.raises(ValueError, match="leading axes"):
+    layout.gather_last(jnp.zeros((2, 4)), jnp.zeros((3, 4), jnp.int32))
+
+
+@pytest.mark.parametrize("width", [3, 5])
+def test_padded_layout_order_has_its_inverse(width):
+  """The layouts pad each token's entries to `width`; the padded order's inverse is built
+  from phase 1's without a scatter and must invert it."""
+  rng = np.random.default_rng(width)
+  read_idx = rng.integers(0, 9, (2, 6, 3)).astype(np.int32)  # [chunks, C, R]
+  order = np.argsort(read_idx.reshape(2, -1), axis=-1, kind="stable").astype(np.int32)
+  entries = layout.read_layout(jnp.asarray(read_idx), layout.permutation(jnp.asarray(order)),
+                               num_slots=9, width=width, row_tile=4)
+  padded, inverse = np.asarray(entries.order.order), np.asarray(entries.order.inverse)
+  assert sorted(padded[0]) == list(range(6 * width))
+  np.testing.assert_array_equal(np.take_along_axis(padded, inverse, axis=-1),
+                                np.broadcast_to(np.arange(6 * width), padded.shape))

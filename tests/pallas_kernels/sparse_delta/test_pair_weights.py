@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.sparse_delta import pair_weights
+from pallas_kernels.sparse_delta import layout, pair_weights
 
 
 def _segments(rng, write_ids, num_entries):
@@ -49,7 +49,7 @@ def _inputs(seed, *, chunks=3, chunk=16, writes=4, width=8, slots=40, strict=Fal
   i32 = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
   segments = pair_weights.SlotSegments(i32(begin), i32(row), i32(token), f32(key),
                                        f32(cum_log))
-  return i32(pos), f32(weights), f32(log_at_token), segments, i32(order)
+  return i32(pos), f32(weights), f32(log_at_token), segments, layout.permutation(i32(order))
 
 
 def _pairs(impl, args, strict, config=None, own_writes=False):

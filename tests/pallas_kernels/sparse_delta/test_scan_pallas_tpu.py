@@ -54,7 +54,8 @@ def _abstract_plan(error, *, batch=2, heads=1, num_chunks=4, chunk=32, writes=64
   shared = error == "shared"
   ids = ChunkIds(slots=i32(chunk * writes), write_pos=i32(chunk, writes),
                  read_idx=i32(chunk, reads), write_order=i32(chunk * writes),
-                 read_order=i32(chunk * reads), read_pos=i32(chunk, reads))
+                 read_order=i32(chunk * reads), read_pos=i32(chunk, reads),
+                 write_inverse=i32(chunk * writes), read_inverse=i32(chunk * reads))
   coefs = ChunkCoefs(write_coef=f32(chunk, writes) if shared else None,
                      solve=f32(chunk, chunk) if shared else None, read_coef=f32(chunk, reads),
                      qk=f32(chunk, chunk), update_coef=f32(chunk, writes),

@@ -517,22 +517,37 @@ def test_segment_sums_stay_within_their_segments():
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
 
 
-def test_plan_ids_sort_by_two_keys_when_one_would_overflow():
-  """With N * 2C past int32 the sort key splits in two (slot, then token); the orders and
-  positions are the same as with one key."""
+@pytest.mark.parametrize("num_slots", [2**20, 2**27])
+def test_plan_ids_same_whichever_sort_key_fits(num_slots):
+  """The sort packs (slot, token, entry) into one int32 key where it fits (the test's own
+  N), else (slot, token) with the entries beside it (2**20: 2**20 * 2C * E > 2**31 - 1),
+  else two keys (2**27 * 2C > 2**31 - 1); the orders and positions are the same."""
   args = random_inputs(19, seq_len=16)
   inputs, _ = checks.canonicalize_inputs(*args, time_axis=True, broadcast_memory=False)
-  small, large = inputs.memory.shape[-2], 2**27  # 2**27 * 2 * 16 > 2**31 - 1
-  assert chunk._sort_keys(jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32),
-                          num_slots=large, chunk=16)[1].shape == (2,)
+  small = inputs.memory.shape[-2]
+  entries = 16 * (inputs.write_idx.shape[-1] + inputs.read_idx.shape[-1])
+  assert small * 32 * entries < 2**31 < num_slots * 32 * entries
 
   def ids(num_slots):
     plan = jax.jit(functools.partial(chunk.plan_chunks, num_slots=num_slots, chunk_size=16,
                                      error="shared"))(*inputs[1:])
     return jax.tree.map(np.asarray, plan.ids)
 
-  one_key, two_keys = ids(small), ids(large)
+  packed, other = ids(small), ids(num_slots)
   for name in ("write_pos", "write_order", "read_order", "read_pos"):
-    np.testing.assert_array_equal(getattr(two_keys, name), getattr(one_key, name))
-  real = one_key.slots < small
-  np.testing.assert_array_equal(two_keys.slots[real], one_key.slots[real])
+    np.testing.assert_array_equal(getattr(other, name), getattr(packed, name))
+  real = packed.slots < small
+  np.testing.assert_array_equal(other.slots[real], packed.slots[real])
+
+
+def test_sort_order_is_stable_by_slot_then_minor_on_every_key_form():
+  """`_sort_order` against numpy's stable lexsort, with repeated (slot, minor) pairs, for
+  the packed key, the key beside the indices and the two keys."""
+  rng = np.random.default_rng(5)
+  slot = rng.integers(0, 6, 64).astype(np.int32)
+  minor = rng.integers(0, 4, 64).astype(np.int32)
+  want = np.lexsort((minor, slot))
+  for num_slots in (8, 2**22, 2**29):  # 8 * 4 * 64 fits; 2**22 * 4 does; 2**29 * 4 not
+    got = chunk._sort_order(jnp.asarray(slot), jnp.asarray(minor), num_slots=num_slots,
+                            chunk=2)
+    np.testing.assert_array_equal(np.asarray(got), want)
