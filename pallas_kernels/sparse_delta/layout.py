@@ -21,6 +21,9 @@ rows are `ChunkIds.slots` themselves (row r = position r). Phase 1's sorts
 (`ChunkIds.write_order`, `ChunkIds.read_order`) are the entries' orders. W and R are
 padded to powers of two with entries that sort after every real one and belong to no tile,
 so that every block the kernels load has a power-of-two size.
+
+Every order travels with its inverse (`Permutation`), so that moving values into or out of
+slot order is a gather both ways, and so are the transposes (`permuted`, `unpermuted`).
 """
 
 from __future__ import annotations
