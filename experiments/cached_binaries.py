@@ -152,10 +152,15 @@ def kernel_launches(parts: list[bytes]) -> dict[str, list[dict]]:
     shared = 0
     try:
       for number, value in _proto_fields(blob, match.start(), match.start() + 4096):
-        if number == 3 and isinstance(value, bytes):
-          blocks = next((_dim3(v) for n, v in _proto_fields(value) if n == 2), None)
+        if number == 3:
+          blocks = (next((_dim3(v) for n, v in _proto_fields(value)
+                          if n == 2 and isinstance(v, bytes)), None)
+                    if isinstance(value, bytes) else None)
+          if blocks is None:  # not a thunk's grid: not a launch
+            break
         elif number == 4 and isinstance(value, bytes) and blocks is not None:
-          threads = next((_dim3(v) for n, v in _proto_fields(value) if n == 1), None)
+          threads = next((_dim3(v) for n, v in _proto_fields(value)
+                          if n == 1 and isinstance(v, bytes)), None)
         elif number == 6 and isinstance(value, int):
           shared = value
         elif number not in (4, 5):  # the thunk's last field read here

@@ -100,6 +100,9 @@ def _kernel_thunk(name: str, blocks, threads, shared: int) -> bytes:
 
 def test_kernel_launches_read_grid_threads_and_shared_memory_from_the_thunks():
   blob = (b"hlo text naming \"\x10bwd_union_kernel* as an op"  # no launch follows it
+          # A name whose next fields look like a thunk's, but with a number where the grid's
+          # message would be (session 55's build at scan_unroll=16 had one): no launch.
+          + _field(4, b"fwd_dense_kernel") + _field(5, b"") + _field(3, _field(2, 7))
           + _kernel_thunk("bwd_union_kernel", (16, 64, 8), (128, 1, 1), 128) + b"\x00junk"
           + _kernel_thunk("fwd_scatter_kernel", (16, 32, 8), (128, 1, 1), 0)
           + _kernel_thunk("bwd_union_kernel", (16, 64, 8), (128, 1, 1), 128)  # a repeat
