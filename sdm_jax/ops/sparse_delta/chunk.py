@@ -122,12 +122,11 @@ def _chunk_ids(write_idx, read_idx, *, num_slots):
   read_rank = entry - writes_so_far
   read_order = jnp.zeros((num_reads * chunk,), jnp.int32).at[
       jnp.where(is_read, read_rank, read_ids.size)].set(order - num_unique, mode="drop")
-  write_inverse = jnp.zeros((num_unique,), jnp.int32).at[
-      jnp.where(is_read, num_unique, order)].set(writes_so_far - 1, mode="drop")
-  # Where each read (t, j) sorts among all entries: its sorted-read rank and what the
-  # sort gives each read entry are gathers from it, not scatters of their own.
-  read_entry = jnp.zeros((read_ids.size,), jnp.int32).at[
-      jnp.where(is_read, order - num_unique, read_ids.size)].set(entry, mode="drop")
+  # Where each entry sorts among all: each write's place among the sorted writes, each
+  # read's sorted-read rank and what the sort gives each read are gathers from it.
+  sorted_at = layout.inverse_order(order)
+  write_inverse = writes_so_far[sorted_at[:num_unique]] - 1
+  read_entry = sorted_at[num_unique:]
   sorted_ids = write_ids[write_order]
   # The position of each sorted write's slot among the unique written slots.
   position = jnp.cumsum(layout.segment_starts(sorted_ids).astype(jnp.int32)) - 1
