@@ -1,18 +1,33 @@
-# Run here (not on the device), from the repository root: makes devrun/ for call 56a
+# Run here (not on the device), from the repository root: makes devrun/ for calls 56a-56c
 # (`carry=[".whl", "devrun"]`): m56 (main), b56 (branch batch-copies: the shared table's
-# per-sequence copies by a Pallas kernel instead of XLA's broadcast) and u56 (main with
+# per-sequence copies by a Pallas kernel instead of XLA's broadcast), k56 (branch
+# key-grads-in-kernel: the QK pair weights' backward picks each write's key gradient on
+# chip instead of storing every [rows, C] cell for XLA to gather), u56 (main with
 # `KernelConfig.scan_unroll` 16 instead of 4: the chunk loops' per-trip index slice and
-# counter, 256 launches a step at 4, 64 at 16). Where batch-copies is
-# missing (a new checkout keeps main only), it is made from
-# experiments/device/branches/batch-copies.patch (on b9681d0).
+# counter, 256 launches a step at 4, 64 at 16) and all56 (all three together). Where a
+# branch is missing (a new checkout keeps main only), it is made from
+# experiments/device/branches/<branch>.patch on 46a27a8 (batch-copies was rebased onto it
+# in session 56; key-grads-in-kernel was made there).
 set -eu
 source experiments/device/copies.sh  # archive, branch_from_patch
-branch_from_patch batch-copies b9681d0
+branch_from_patch batch-copies 46a27a8
+branch_from_patch key-grads-in-kernel 46a27a8
 rm -rf devrun && mkdir devrun
 archive m56 main
 archive b56 batch-copies
 grep -q "def batch_copies" devrun/b56/pallas_kernels/sparse_delta/batch_copies.py
+archive k56 key-grads-in-kernel
+grep -q "def _store_writers_cells" devrun/k56/pallas_kernels/sparse_delta/pair_weights.py
+unroll16() {
+  sed -i 's/^  scan_unroll: int = 4$/  scan_unroll: int = 16/' "devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"
+  grep -q "^  scan_unroll: int = 16$" "devrun/$1/pallas_kernels/sparse_delta/scan_pallas.py"
+}
 archive u56 main
-sed -i 's/^  scan_unroll: int = 4$/  scan_unroll: int = 16/' devrun/u56/pallas_kernels/sparse_delta/scan_pallas.py
-grep -q "^  scan_unroll: int = 16$" devrun/u56/pallas_kernels/sparse_delta/scan_pallas.py
+unroll16 u56
+# all56: batch-copies with key-grads-in-kernel's commits applied (they touch other files) and
+# the unroll edited.
+archive all56 batch-copies
+patch -s -p1 -d devrun/all56 < experiments/device/branches/key-grads-in-kernel.patch
+grep -q "def _store_writers_cells" devrun/all56/pallas_kernels/sparse_delta/pair_weights.py
+unroll16 all56
 du -sh devrun .whl || true  # .whl: the wheels the device calls carry
