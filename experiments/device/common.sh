@@ -123,3 +123,22 @@ _variants() {  # --variant flags of kernel $1 from variants.txt, with absolute c
 _shared_fallback() {  # the most shared memory XLA 0.10.2 gives kernel $1 in any variant build
   python3 -c "import glob, json, sys; print(max(r['shared_bytes'] for p in glob.glob('devrun/cubins/*/' + sys.argv[1] + '.cubin.launches.json') for r in json.load(open(p))))" "$1"
 }
+# topk_decode_tilings: issue 12's one losing shape (8 rows, S = 1,024, k = 64: the kernel
+# 0.0550 ms at best against the XLA path's 0.0497, session 42e) with the tilings not yet
+# tried there: the groups halves with the threshold final selection on 4, 2 and 1 warps and
+# the frontier on 2, beside the default and the earlier best; twice, in opposite orders (a
+# tiling measured later in a process ran up to 4% slower, session 38); then the threshold
+# tiling's compiled cases. Written in session 48 (call 49b), first run by call 56d.
+topk_decode_tilings() {
+  local topk="python -m experiments.bench_ops --op=topk --repeats=50 --topk_rows=8 --dtype=float32 --topk_sub_keys=1024 --topk_k=64"
+  local a="block_rows=1;num_warps=4" f2="block_rows=1;num_warps=2"
+  local t4="block_rows=1;num_warps=4;final_select=threshold"
+  local t2="block_rows=1;num_warps=2;final_select=threshold"
+  local t1="block_rows=1;num_warps=1;final_select=threshold"
+  step t_a 120 . $topk "--tilings=default,$a,$t4,$t2,$t1,$f2"
+  step t_b 120 . $topk "--tilings=$f2,$t1,$t2,$t4,$a,default"
+  step t_tests 70 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 3 -m gpu \
+    tests/pallas_kernels/product_key/test_topk.py \
+    -k "compiled_kernel_configs and num_warps-4_final_select-threshold"
+  cat "$OUT"/t_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log
+}

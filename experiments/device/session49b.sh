@@ -12,16 +12,7 @@
 # process ran up to 4% slower, session 38), then the threshold tiling's compiled cases.
 source experiments/device/common.sh
 TREES=${TREES:-s49w2 m49 a48}
-TOPK="python -m experiments.bench_ops --op=topk --repeats=50 --topk_rows=8 --dtype=float32 --topk_sub_keys=1024 --topk_k=64"
-A="block_rows=1;num_warps=4"
-T4="block_rows=1;num_warps=4;final_select=threshold"
-T2="block_rows=1;num_warps=2;final_select=threshold"
-T1="block_rows=1;num_warps=1;final_select=threshold"
-F2="block_rows=1;num_warps=2"
-step t_a 120 . $TOPK "--tilings=default,$A,$T4,$T2,$T1,$F2"
-step t_b 120 . $TOPK "--tilings=$F2,$T1,$T2,$T4,$A,default"
-step t_tests 70 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 3 -m gpu tests/pallas_kernels/product_key/test_topk.py -k "compiled_kernel_configs and num_warps-4_final_select-threshold"
-cat "$OUT"/t_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log
+topk_decode_tilings  # common.sh
 step_rounds b $TREES
 # `gdn_small`'s step in the same call: the baseline of the 2x target.
 step s_gdn 75 devrun/m49 python -m experiments.bench_ops --op=train_step --train_configs=gdn_small --repeats=10

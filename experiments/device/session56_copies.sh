@@ -1,17 +1,20 @@
-# Run here (not on the device), from the repository root: makes devrun/ for calls 56a-56c
+# Run here (not on the device), from the repository root: makes devrun/ for calls 56a-56c (56d needs none)
 # (`carry=[".whl", "devrun"]`): m56 (main), b56 (branch batch-copies: the shared table's
 # per-sequence copies by a Pallas kernel instead of XLA's broadcast), k56 (branch
 # key-grads-in-kernel: the QK pair weights' backward picks each write's key gradient on
 # chip instead of storing every [rows, C] cell for XLA to gather), u56 (main with
 # `KernelConfig.scan_unroll` 16 instead of 4: the chunk loops' per-trip index slice and
-# counter, 256 launches a step at 4, 64 at 16) and all56 (all three together). Where a
-# branch is missing (a new checkout keeps main only), it is made from
-# experiments/device/branches/<branch>.patch on 46a27a8 (batch-copies was rebased onto it
-# in session 56; key-grads-in-kernel was made there).
+# counter, 256 launches a step at 4, 64 at 16), all56 (those three together) and l56 (branch
+# lazy-table-cotangent: the backward starts the table's cotangent unwritten where no
+# cotangent reaches the final table, instead of filling [B*H, N, Dv] zeros). Where a branch
+# is missing (a new checkout keeps main only), it is made from
+# experiments/device/branches/<branch>.patch (batch-copies and key-grads-in-kernel on
+# 46a27a8, lazy-table-cotangent on a71d4e7, whose code is 46a27a8's).
 set -eu
 source experiments/device/copies.sh  # archive, branch_from_patch
 branch_from_patch batch-copies 46a27a8
 branch_from_patch key-grads-in-kernel 46a27a8
+branch_from_patch lazy-table-cotangent a71d4e7
 rm -rf devrun && mkdir devrun
 archive m56 main
 archive b56 batch-copies
@@ -30,4 +33,6 @@ archive all56 batch-copies
 patch -s -p1 -d devrun/all56 < experiments/device/branches/key-grads-in-kernel.patch
 grep -q "def _store_writers_cells" devrun/all56/pallas_kernels/sparse_delta/pair_weights.py
 unroll16 all56
+archive l56 lazy-table-cotangent
+grep -q "def _mark_seen" devrun/l56/pallas_kernels/sparse_delta/scan_pallas.py
 du -sh devrun .whl || true  # .whl: the wheels the device calls carry
