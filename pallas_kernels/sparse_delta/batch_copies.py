@@ -36,7 +36,7 @@ def _largest_power_of_two_divisor(n: int, cap: int) -> int:
 
 
 def _kernel(table_ref, out_ref, *, batch: int, heads: int, rows: int, cols: int):
-  head, block, slab = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+  block, head, slab = pl.program_id(0), pl.program_id(1), pl.program_id(2)
   at = (pl.ds(block * rows, rows), pl.ds(slab * cols, cols))
   values = table_ref[(head, *at)]
 
@@ -50,7 +50,7 @@ def _kernel(table_ref, out_ref, *, batch: int, heads: int, rows: int, cols: int)
 def batch_copies(table: jax.Array, batch: int, *, interpret: bool | None = None
                  ) -> jax.Array:
   """table [H, N, Dv] -> [B * H, N, Dv] (as `batch_copies_reference`) by one Pallas kernel:
-  grid (H, N / rows, Dv / cols), each program loading its [rows, cols] block once and
+  grid (N / rows, H, Dv / cols), each program loading its [rows, cols] block once and
   storing it into every sequence's copy. interpret: default unless on a GPU."""
   if table.ndim != 3:
     raise ValueError(f"table must be [H, N, Dv], got shape {table.shape}")
@@ -66,7 +66,9 @@ def batch_copies(table: jax.Array, batch: int, *, interpret: bool | None = None
       functools.partial(_kernel, batch=batch, heads=heads, rows=rows, cols=cols),
       name="batch_copies_kernel",  # names the kernel in profiles
       out_shape=jax.ShapeDtypeStruct((batch * heads, num_slots, value_dim), table.dtype),
-      grid=(heads, num_slots // rows, value_dim // cols),
+      # The row blocks on the grid's first axis: CUDA's x takes 2**31 - 1 blocks, y and z
+      # 65,535 (N = 2**20 slots is 65,536 blocks of 16 rows).
+      grid=(num_slots // rows, heads, value_dim // cols),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=1),
   )(table)
