@@ -78,7 +78,7 @@ import jax.numpy as jnp
 
 from pallas_kernels import platform
 from pallas_kernels.blocks import check_power_of_two_fields, is_power_of_two, next_power_of_two
-from pallas_kernels.sparse_delta import layout
+from pallas_kernels.sparse_delta import batch_copies, layout
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 
 TABLE_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16))
@@ -999,8 +999,10 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
               interpret: bool):
   batch, heads, num_chunks, chunk, _ = ids.write_pos.shape
   dims = _dims(memory.shape, ids, coefs.solve is not None, config)
-  table = jnp.broadcast_to(memory, (batch, heads, *memory.shape[-2:]))
-  table = table.reshape(dims.batch_heads, *memory.shape[-2:])
+  if memory.ndim == 3:  # a shared initial table: a copy per sequence, by one kernel
+    table = batch_copies.batch_copies(memory, batch, interpret=interpret)
+  else:
+    table = memory.reshape(dims.batch_heads, *memory.shape[-2:])
   int_xs, writes = _write_layout(ids, dims, config)
   xs = _write_inputs(coefs, int_xs, writes, dims)
   tokens = lambda: _uninitialized(  # noqa: E731
