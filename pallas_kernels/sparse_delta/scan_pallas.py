@@ -82,6 +82,8 @@ from pallas_kernels.sparse_delta import batch_copies, layout
 from pallas_kernels.sparse_delta.plan import ChunkCoefs, ChunkIds, ChunkPlan
 
 TABLE_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16))
+# The outputs' dtypes the forward kernel stores (and the backward reads their cotangent in).
+OUT_DTYPES = (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 MAX_CHUNK = 256
 
 
@@ -483,8 +485,9 @@ def _fwd_dense_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret
         r["solve"], r["y_out"], here, here, cols0, config, chunk, interpret)
     platform.triton_barrier(interpret)
   delta = r["delta_out"] if dims.shared else r["values"]
-  r["out_out"][(*here, slice(None), cols)] = r["out_read"][bh, :, cols] + _blocked_dot(
-      r["qk"], delta, here, here, cols0, config, chunk, interpret)
+  out = r["out_read"][bh, :, cols] + _blocked_dot(r["qk"], delta, here, here, cols0, config,
+                                                  chunk, interpret)
+  r["out_out"][(*here, slice(None), cols)] = out.astype(r["out_out"].dtype)
 
 
 def _fwd_scatter_kernel(*refs, names, dims: _Dims, config: KernelConfig, interpret: bool):
@@ -990,13 +993,14 @@ def _backward_chunk(carry, c, *, xs, dims: _Dims, config: KernelConfig, interpre
   return (written["next_write"], read["d_table"], grads), None
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
-def _scan(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig, interpret: bool):
-  return _scan_fwd(memory, coefs, ids, config, interpret)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
+def _scan(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig, interpret: bool,
+          out_dtype):
+  return _scan_fwd(memory, coefs, ids, config, interpret, out_dtype)[0]
 
 
 def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
-              interpret: bool):
+              interpret: bool, out_dtype):
   batch, heads, num_chunks, chunk, _ = ids.write_pos.shape
   dims = _dims(memory.shape, ids, coefs.solve is not None, config)
   if memory.ndim == 3:  # a shared initial table: a copy per sequence, by one kernel
@@ -1005,9 +1009,9 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
     table = memory.reshape(dims.batch_heads, *memory.shape[-2:])
   int_xs, writes = _write_layout(ids, dims, config)
   xs = _write_inputs(coefs, int_xs, writes, dims)
-  tokens = lambda: _uninitialized(  # noqa: E731
-      (num_chunks, dims.batch_heads, chunk, dims.value_dim), jnp.float32)
-  saved = dict(out=tokens(), snapshot=_uninitialized(
+  tokens = lambda dtype=jnp.float32: _uninitialized(  # noqa: E731
+      (num_chunks, dims.batch_heads, chunk, dims.value_dim), dtype)
+  saved = dict(out=tokens(out_dtype), snapshot=_uninitialized(
       (num_chunks, dims.batch_heads, dims.write_rows, dims.value_dim), table.dtype))
   if dims.shared:
     saved.update(y=tokens(), delta=tokens())
@@ -1022,7 +1026,7 @@ def _scan_fwd(memory, coefs: ChunkCoefs, ids: ChunkIds, config: KernelConfig,
   return (out, final), (final, saved, coefs, ids, int_xs, writes, shared_marker)
 
 
-def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
+def _scan_bwd(config: KernelConfig, interpret: bool, out_dtype, residuals, cotangents):
   final, saved, coefs, ids, int_xs, writes, shared_marker = residuals
   d_out, d_final = cotangents
   batch, heads, num_chunks, chunk, value_dim = d_out.shape
@@ -1031,7 +1035,8 @@ def _scan_bwd(config: KernelConfig, interpret: bool, residuals, cotangents):
   bh, slabs = dims.batch_heads, value_dim // config.block_cols
   xs = _write_inputs(coefs, int_xs, writes, dims)
   read_xs, reads = _read_inputs(coefs, ids, dims, config, int_xs.get("write_tile_rows"))
-  d_out_chunks = _chunk_major(d_out.astype(jnp.float32))
+  del out_dtype  # d_out's: the kernels widen it to float32 as they load it
+  d_out_chunks = _chunk_major(d_out)
   xs = dict(xs, **read_xs, **saved, d_out=d_out_chunks)
   # The backward never writes the table: each chunk's rows as it found them are read from
   # the snapshots (of the next chunk that wrote them) or the final table, so neither the
@@ -1094,8 +1099,8 @@ _scan.defvjp(_scan_fwd, _scan_bwd)
 
 
 def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
-                config: KernelConfig | None = None, interpret: bool | None = None
-                ) -> tuple[jax.Array, jax.Array]:
+                config: KernelConfig | None = None, interpret: bool | None = None,
+                out_dtype=None) -> tuple[jax.Array, jax.Array]:
   """Phase 2 by the Pallas kernels; the contract of `scan_xla.scan_chunks`.
 
   Args:
@@ -1105,9 +1110,13 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
     error: "shared" or "per_slot"; must match the plan (the shared form has a solve).
     config: tiling; `default_config(Dv)` when None.
     interpret: run the kernels in interpret mode; default: unless on a GPU.
+    out_dtype: out's dtype, one of `OUT_DTYPES` (default float32). The forward kernel stores
+      the outputs in it (rounded once, as a conversion after would) and the backward reads
+      their cotangent in it.
 
   Returns:
-    out [B, H, n_chunks, C, Dv] float32 and the final memory [B, H, N, Dv] in memory's dtype.
+    out [B, H, n_chunks, C, Dv] in out_dtype and the final memory [B, H, N, Dv] in memory's
+    dtype.
   """
   if (error == "shared") != (plan.coefs.solve is not None):
     raise ValueError(f"error={error!r} does not match the plan")
@@ -1119,10 +1128,14 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   if config is None:
     config = default_config(memory.shape[-1])
   check_config(config, memory.shape[-1])
+  out_dtype = jnp.dtype(out_dtype or jnp.float32)
+  if out_dtype not in OUT_DTYPES:
+    raise ValueError(f"out_dtype must be one of {[d.name for d in OUT_DTYPES]}, got "
+                     f"{out_dtype.name}")
   if interpret is None:
     interpret = not platform.on_gpu()
-  return _scan(memory, plan.coefs, plan.ids, config, interpret)
+  return _scan(memory, plan.coefs, plan.ids, config, interpret, out_dtype)
 
 
-__all__ = ["BACKWARD_ROWS", "KernelConfig", "MAX_CHUNK", "TABLE_DTYPES", "check_config",
-           "default_config", "kernel_limits", "scan_chunks"]
+__all__ = ["BACKWARD_ROWS", "KernelConfig", "MAX_CHUNK", "OUT_DTYPES", "TABLE_DTYPES",
+           "check_config", "default_config", "kernel_limits", "scan_chunks"]

@@ -471,7 +471,7 @@ _apply.defvjp(_apply_fwd, _apply_bwd)
 
 def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
                 config: TpuKernelConfig | None = None,
-                interpret: bool | pltpu.InterpretParams | None = None
+                interpret: bool | pltpu.InterpretParams | None = None, out_dtype=None
                 ) -> tuple[jax.Array, jax.Array]:
   """Phase 2 by the TPU kernels; the contract of `scan_xla.scan_chunks`.
 
@@ -483,9 +483,10 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
     config: tiling; `TpuKernelConfig()` (128 columns per program) when None.
     interpret: False compiles for TPU; True or `pltpu.InterpretParams(...)` runs TPU
       interpret mode; default: compiled on a TPU, interpret mode elsewhere.
+    out_dtype: out's dtype (default float32).
 
   Returns:
-    out [B, H, n_chunks, C, Dv] float32 and the final memory [B, H, N, Dv] float32.
+    out [B, H, n_chunks, C, Dv] in out_dtype and the final memory [B, H, N, Dv] float32.
   """
   if (error == "shared") != (plan.coefs.solve is not None):
     raise ValueError(f"error={error!r} does not match the plan")
@@ -521,7 +522,7 @@ def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str,
   table = jnp.broadcast_to(memory, (batch, heads, num_slots, value_dim))
   out, final = _apply(table.reshape(batch * heads, num_slots, value_dim), operands,
                       flat(rows), flat(counts), config, interpret)
-  return (out.reshape(batch, heads, *out.shape[1:]),
+  return (out.reshape(batch, heads, *out.shape[1:]).astype(out_dtype or out.dtype),
           final.reshape(batch, heads, num_slots, value_dim))
 
 

@@ -139,12 +139,13 @@ def _scan_sequence_bwd(error, residuals, cotangents):
 _scan_sequence.defvjp(_scan_sequence_fwd, _scan_sequence_bwd)
 
 
-def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str
+def scan_chunks(memory: jax.Array, plan: ChunkPlan, *, error: str, out_dtype=None
                 ) -> tuple[jax.Array, jax.Array]:
   """Phase 2: memory [B, H, N, Dv] (any float dtype), plan [B, H, n_chunks, ...].
 
-  Returns out [B, H, n_chunks, C, Dv] in the plan's dtype and the final memory
-  [B, H, N, Dv] in memory's dtype.
+  Returns out [B, H, n_chunks, C, Dv] in out_dtype (default: the plan's dtype) and the
+  final memory [B, H, N, Dv] in memory's dtype.
   """
   scan_one = lambda m, i, c: _scan_sequence(m, i, c, error)
-  return jax.vmap(jax.vmap(scan_one))(memory, *plan)
+  out, final = jax.vmap(jax.vmap(scan_one))(memory, *plan)
+  return out.astype(out_dtype or out.dtype), final

@@ -44,8 +44,8 @@ from sdm_jax.ops import dispatch
 from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.triangular import unit_lower_triangular_inverse
 
-# Phase 2 of each chunked impl: scan_chunks(memory [B, H, N, Dv], plan, error=) ->
-# (out [B, H, n_chunks, C, Dv], final memory). The kernels also take an unbroadcast
+# Phase 2 of each chunked impl: scan_chunks(memory [B, H, N, Dv], plan, error=, out_dtype=)
+# -> (out [B, H, n_chunks, C, Dv] in out_dtype, final memory). The kernels also take an unbroadcast
 # [H, N, Dv] table.
 PHASE2 = {"chunked": scan_xla.scan_chunks, "pallas_gpu": scan_pallas.scan_chunks,
           "pallas_tpu": scan_pallas_tpu.scan_chunks}
@@ -294,10 +294,11 @@ def plan_chunks(write_idx, write_w, v, beta, g, read_idx, read_w, *, num_slots: 
   return jax.tree.map(lambda x: x.reshape(batch, heads, num_chunks, *x.shape[1:]), plan)
 
 
-@functools.partial(jax.jit, static_argnames=("chunk_size", "error", "impl"))
-def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl: str):
-  """Plan, scan and reassemble [B, T, H, Dv]; `inputs` are canonical (see checks), the
-  table [B, H, N, Dv] or [H, N, Dv]. impl: a key of `PHASE2`."""
+@functools.partial(jax.jit, static_argnames=("chunk_size", "error", "impl", "out_dtype"))
+def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl: str,
+             out_dtype):
+  """Plan, scan and reassemble [B, T, H, Dv] in out_dtype; `inputs` are canonical (see
+  checks), the table [B, H, N, Dv] or [H, N, Dv]. impl: a key of `PHASE2`."""
   batch, seq_len, heads, _ = inputs.write_idx.shape
   num_slots = inputs.memory.shape[-2]
   plan = plan_chunks(*inputs[1:], num_slots=num_slots, chunk_size=chunk_size, error=error,
@@ -306,7 +307,9 @@ def _chunked(inputs: checks.SparseDeltaInputs, chunk_size: int, error: str, impl
   if impl == "chunked":
     # The kernels take a shared table unbroadcast: its gradient sums over B in float32.
     memory = jnp.broadcast_to(memory, (batch, heads, *memory.shape[-2:]))
-  out, final_memory = PHASE2[impl](memory, plan, error=error)
+  # The outputs in v's dtype straight from phase 2: the Pallas kernels store them so, and
+  # their backward then reads the outputs' cotangent in that dtype too (no float32 copy).
+  out, final_memory = PHASE2[impl](memory, plan, error=error, out_dtype=out_dtype)
   out = out.reshape(batch, heads, -1, out.shape[-1])[:, :, :seq_len]
   return jnp.moveaxis(out, 2, 1), final_memory
 
@@ -357,5 +360,4 @@ def sparse_delta_rule_chunked(memory, write_idx, write_w, v, beta, g, read_idx, 
     if reason:
       raise ValueError(f"impl={requested!r} cannot run these inputs: {reason}")
     chunk_size = kernel_chunk(chunk_size, seq_len)
-  out, final_memory = _chunked(inputs, chunk_size, error, impl)
-  return out.astype(v.dtype), final_memory
+  return _chunked(inputs, chunk_size, error, impl, jnp.dtype(v.dtype))

@@ -90,10 +90,10 @@ def _compare(got, want, tol):
     assert _relative_error(a, b) < tol, (name, _relative_error(a, b))
 
 
-def _xla_scan(memory, plan, *, error):
+def _xla_scan(memory, plan, *, error, out_dtype=None):
   batch, heads = plan.ids.write_pos.shape[:2]
   memory = jnp.broadcast_to(memory, (batch, heads, *memory.shape[-2:]))
-  return scan_xla.scan_chunks(memory, plan, error=error)
+  return scan_xla.scan_chunks(memory, plan, error=error, out_dtype=out_dtype)
 
 
 @interpret_on_cpu
@@ -112,6 +112,31 @@ def test_kernel_matches_xla_twin(error, shared_memory, row_order, backward_rows)
   xla = functools.partial(_xla_scan, error=error)
   _compare(_outputs_and_grads(kernel, memory, plan, 2),
            _outputs_and_grads(xla, memory, plan, 2), 1e-5)
+
+
+@interpret_on_cpu
+@pytest.mark.parametrize("out_dtype", [jnp.bfloat16, jnp.float16])
+def test_outputs_in_a_16_bit_dtype_match_the_twin(out_dtype):
+  """The forward kernel stores the outputs in out_dtype (one rounding of the float32 sums,
+  as the twin's conversion after) and the backward reads their cotangent in it."""
+  memory, plan = _plan(5, error="shared", shared_memory=True, batch=2, seq_len=32, heads=2,
+                       num_slots=40, value_dim=32, writes=3, reads=5)
+  kernel = functools.partial(scan_pallas.scan_chunks, error="shared", interpret=True,
+                             config=SMALL, out_dtype=out_dtype)
+  xla = functools.partial(_xla_scan, error="shared", out_dtype=out_dtype)
+  got = _outputs_and_grads(kernel, memory, plan, 6)
+  want = _outputs_and_grads(xla, memory, plan, 6)
+  assert got[0][0].dtype == want[0][0].dtype == out_dtype
+  _compare(got, want, 1e-5 if out_dtype == jnp.float32 else 5e-3)
+  # Most outputs round to the same 16-bit value: the float32 sums agree to about 1e-6.
+  assert np.mean(np.asarray(got[0][0] == want[0][0])) > 0.99
+
+
+def test_rejects_an_out_dtype_it_cannot_store():
+  memory, plan = _plan(7, error="shared", batch=1, heads=1, seq_len=16, value_dim=16)
+  with pytest.raises(ValueError, match="out_dtype must be one of"):
+    scan_pallas.scan_chunks(memory, plan, error="shared", interpret=True,
+                            out_dtype=jnp.float64)
 
 
 @interpret_on_cpu
@@ -313,3 +338,18 @@ def test_compiled_kernel_matches_xla_twin(error, table_dtype, fields):
   tol = 1e-5 if table_dtype == jnp.float32 else 3e-3
   _compare(_outputs_and_grads(kernel, memory, plan, 10),
            _outputs_and_grads(xla, memory, plan, 10), tol)
+
+
+@pytest.mark.gpu
+def test_compiled_kernel_with_bfloat16_outputs_matches_xla_twin():
+  """The layer's case with bf16 activations: outputs stored and their cotangent read in
+  bf16 by the compiled kernels."""
+  memory, plan = _plan(13, error="shared", chunk_size=64, table_dtype=jnp.bfloat16,
+                       shared_memory=True, batch=3, seq_len=512, heads=2, num_slots=1024,
+                       value_dim=128, writes=16, reads=16)
+  kernel = functools.partial(scan_pallas.scan_chunks, error="shared",
+                             out_dtype=jnp.bfloat16)
+  xla = functools.partial(_xla_scan, error="shared", out_dtype=jnp.bfloat16)
+  got = _outputs_and_grads(kernel, memory, plan, 14)
+  assert got[0][0].dtype == jnp.bfloat16
+  _compare(got, _outputs_and_grads(xla, memory, plan, 14), 5e-3)
