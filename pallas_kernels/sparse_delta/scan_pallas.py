@@ -101,8 +101,10 @@ class KernelConfig(NamedTuple):
   # costs a loop-counter copy and add (2 x 1.4 us per chunk on the H200, 0.74 ms of layer
   # B's 19.9 ms fwd+bwd), which unrolling divides. Phase 2 fwd+bwd on the H200 at unroll 1
   # / 2 / 4 / 8: 14.58 / 14.05 / 13.90 / 13.90 ms at layer B's shapes, 31.08 / 29.87 /
-  # 29.70 / 29.53 ms at A's (WORKSPACE.md, session 16).
-  scan_unroll: int = 4
+  # 29.70 / 29.53 ms at A's (WORKSPACE.md, session 16). `sdm_small`'s step on an H100
+  # (16 chunks a sequence), back to back, two processes each: 42.00 / 42.05 ms at 16
+  # against 42.20 / 42.21 at 4 (WORKSPACE.md, session 57).
+  scan_unroll: int = 16
   # The dense kernels' C x C products: 3 = TF32x3 (about float32), 1 = one TF32 pass (what
   # XLA's default float32 matmuls give the twin; the GDN kernels' choice for 16-bit inputs).
   f32_dot_passes: int = 3
