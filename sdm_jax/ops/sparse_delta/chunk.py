@@ -45,8 +45,8 @@ from sdm_jax.ops.sparse_delta import checks
 from sdm_jax.ops.triangular import unit_lower_triangular_inverse
 
 # Phase 2 of each chunked impl: scan_chunks(memory [B, H, N, Dv], plan, error=, out_dtype=)
-# -> (out [B, H, n_chunks, C, Dv] in out_dtype, final memory). The kernels also take an unbroadcast
-# [H, N, Dv] table.
+# -> (out [B, H, n_chunks, C, Dv] in out_dtype, final memory). The kernels also take an
+# unbroadcast [H, N, Dv] table.
 PHASE2 = {"chunked": scan_xla.scan_chunks, "pallas_gpu": scan_pallas.scan_chunks,
           "pallas_tpu": scan_pallas_tpu.scan_chunks}
 KERNEL_LIMITS = {"pallas_gpu": scan_pallas.kernel_limits,

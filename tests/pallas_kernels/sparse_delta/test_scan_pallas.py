@@ -127,7 +127,7 @@ def test_outputs_in_a_16_bit_dtype_match_the_twin(out_dtype):
   got = _outputs_and_grads(kernel, memory, plan, 6)
   want = _outputs_and_grads(xla, memory, plan, 6)
   assert got[0][0].dtype == want[0][0].dtype == out_dtype
-  _compare(got, want, 1e-5 if out_dtype == jnp.float32 else 5e-3)
+  _compare(got, want, 5e-3)
   # Most outputs round to the same 16-bit value: the float32 sums agree to about 1e-6.
   assert np.mean(np.asarray(got[0][0] == want[0][0])) > 0.99
 
