@@ -210,4 +210,4 @@ def topk_arguments_from_flags() -> dict[str, Any]:
   """`topk_program`'s keyword arguments from the flags (shape and tiling)."""
   return dict(rows=_TOPK_ROWS.value, sub_keys=_TOPK_SUB_KEYS.value, k=_TOPK_K.value,
               config=tiling.parse_tiling(_TILING.value, topk_pallas.default_config(
-                  _TOPK_SUB_KEYS.value, _TOPK_K.value)))
+                  _TOPK_SUB_KEYS.value, _TOPK_K.value, _TOPK_ROWS.value)))

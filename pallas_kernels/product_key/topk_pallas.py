@@ -93,6 +93,7 @@ Scores must not be NaN.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -123,9 +124,9 @@ class KernelConfig(NamedTuple):
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
   faster than "max_min" at every shape where the groups tournament was the default (S =
   1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626), lazy tails since session 36
-  (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k
-  `default_config` takes threshold selections, and 2 rows per program from k = 64 on
-  (`TWO_ROWS_MIN_K`).
+  (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k or the
+  rows are few (`FEW_ROWS_MAX`) `default_config` takes threshold selections, and 2 rows per
+  program from k = 64 on (`TWO_ROWS_MIN_K`).
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -174,11 +175,22 @@ THRESHOLD_MAX_SUB_KEYS_PER_K = 4
 # S = 1,024, k = 64: 1.016 / 0.979 and 1.014 / 0.981. At k = 32, 2 rows were the slower
 # (S = 512: 0.436 against 0.411, session 35). Untimed between 32 and 64, and above 64.
 TWO_ROWS_MIN_K = 64
+# Up to this many rows the threshold selections on one row per program whatever S and k: so
+# few programs run that the time is one program's chain of dependent steps, and the
+# threshold form's is the shortest at k = 64. On an H100 at 8 rows, float32, back to back,
+# fwd ms, two processes (WORKSPACE.md, issue 12, session 58): S = 512, k = 64: 0.034 / 0.033
+# against the groups' 0.045 / 0.046 and the XLA path's 0.052 / 0.038; S = 1,024, k = 64:
+# 0.039 / 0.040 against 0.058 / 0.058 and 0.037 / 0.037; at k = 32 within 1 us of the
+# groups. Timed at 8 rows only: up to 128 each program still has a multiprocessor of its
+# own (132 on the H100 and H200), so the chain stays the time (reasoned, not timed).
+FEW_ROWS_MAX = 128
 
 
-def default_config(sub_keys: int, k: int) -> KernelConfig:
-  """The tiling `product_key_topk` takes for S = sub_keys and k when given none."""
-  if sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
+def default_config(sub_keys: int, k: int, rows: int | None = None) -> KernelConfig:
+  """The tiling `product_key_topk` takes for S = sub_keys, k and `rows` rows of scores
+  (None: many) when given none."""
+  few_rows = rows is not None and rows <= FEW_ROWS_MAX
+  if few_rows or sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
     return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
   if k >= TWO_ROWS_MIN_K:
     return KernelConfig(block_rows=2)
@@ -1308,15 +1320,16 @@ _topk.defvjp(_topk_fwd, _topk_bwd)
 def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None = None,
                      interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
   """scores [..., 2S] -> (idx [..., k] int32, logits [..., k] in scores' dtype); the
-  contract of `topk_xla.product_key_topk`. config: `default_config(S, k)` when None (results
-  do not depend on it). interpret: default unless on a GPU."""
-  config = default_config(scores.shape[-1] // 2, k) if config is None else config
+  contract of `topk_xla.product_key_topk`. config: `default_config(S, k, rows)` when None
+  (results do not depend on it). interpret: default unless on a GPU."""
+  if config is None:
+    config = default_config(scores.shape[-1] // 2, k, math.prod(scores.shape[:-1]))
   check_config(config)
   if interpret is None:
     interpret = not platform.on_gpu()
   return _topk(scores, k, config, interpret)
 
 
-__all__ = ["FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS_PER_K",
+__all__ = ["FEW_ROWS_MAX", "FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS_PER_K",
            "TWO_ROWS_MIN_K", "candidate_parts", "check_config", "default_config", "ordered_key",
            "product_key_topk"]

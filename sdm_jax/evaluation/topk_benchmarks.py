@@ -48,7 +48,7 @@ def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
   xla_idx = jax.jit(xla)(scores)[0]
   kernels = []
   for spec in tilings:
-    config = tiling.parse_tiling(spec, topk_pallas.default_config(sub_keys, k))
+    config = tiling.parse_tiling(spec, topk_pallas.default_config(sub_keys, k, rows))
     kernel = functools.partial(topk_pallas.product_key_topk, k=k, config=config)
     fwd_ms, back_to_back_ms, fwd_bwd_ms = fwd_and_fwd_bwd(kernel)
     kernels.append({"tiling": spec, **config._asdict(), "fwd_ms": fwd_ms,

@@ -459,6 +459,27 @@ def test_default_config_thresholds_halves_of_at_most_four_k():
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(block_rows=2)
 
 
+def test_default_config_thresholds_few_rows_whatever_s_and_k():
+  threshold = topk_pallas.KernelConfig(half_select="threshold", final_select="threshold",
+                                       block_rows=1)
+  few = topk_pallas.FEW_ROWS_MAX
+  for sub_keys, k in [(512, 32), (512, 64), (1024, 64), (128, 64)]:
+    assert topk_pallas.default_config(sub_keys, k, rows=8) == threshold
+    assert topk_pallas.default_config(sub_keys, k, rows=few) == threshold
+    assert (topk_pallas.default_config(sub_keys, k, rows=few + 1)
+            == topk_pallas.default_config(sub_keys, k))
+
+
+def test_the_default_for_few_rows_matches_the_twin():
+  """config=None on 3 rows of S = 64 (8k, where many rows take the groups) runs the
+  threshold selections and returns the twin's ids and logits."""
+  scores = jax.random.normal(jax.random.PRNGKey(5), (3, 128), jnp.float32)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8))(scores)
+  want_idx, want_logits = topk_xla.product_key_topk(scores, 8)
+  np.testing.assert_array_equal(np.asarray(idx), np.asarray(want_idx))
+  np.testing.assert_array_equal(np.asarray(logits), np.asarray(want_logits))
+
+
 def test_candidate_pairs_are_the_hyperbola_under_k():
   assert len(topk_xla.candidate_pairs(32, 32)) == 119
   assert len(topk_xla.candidate_pairs(64, 64)) == 280

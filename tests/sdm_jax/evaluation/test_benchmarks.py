@@ -50,7 +50,7 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
     assert shape[key] > 0, key
   default, scan = shape["pallas_gpu"]
   assert default["tiling"] == "default"
-  assert default["block_rows"] == topk_pallas.default_config(8, 4).block_rows
+  assert default["block_rows"] == topk_pallas.default_config(8, 4, 3).block_rows
   assert (scan["block_rows"], scan["half_select"]) == (2, "scan")
   for kernel in (default, scan):
     assert kernel["same_ids_as_xla"]
