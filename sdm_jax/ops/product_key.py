@@ -27,7 +27,10 @@ KERNELS = {"pallas_gpu": topk_pallas, "pallas_tpu": topk_pallas_tpu}
 # the XLA path at k = 32 (forward 0.64 vs 3.61 ms) and k = 64 (2.06 vs 4.49 ms), and at
 # sdm_small's 32,768 rows, S = 128, k = 64 (0.95 vs 1.70 ms; S = 256: 0.94 vs 1.79). At decode's
 # 1-8 rows an earlier kernel made the SDM decode step slower inside a scan (0.23 vs 0.14
-# ms): latency-bound rounds, one row per program; few rows stay on XLA until re-timed.
+# ms): latency-bound rounds, one row per program. The op alone at 8 rows with today's
+# few-rows tiling (`topk_pallas.FEW_ROWS_MAX`; H100, session 58) is ahead of XLA at S =
+# 512, k = 64, within 1 us at k = 32 and 2-3 us behind at S = 1,024, k = 64; the decode
+# step was not re-timed, so few rows stay on XLA.
 AUTO_KERNEL_MAX_K = 64
 AUTO_KERNEL_MIN_ROWS = 1024
 
@@ -74,7 +77,8 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
     if k > AUTO_KERNEL_MAX_K:
       return f"k > {AUTO_KERNEL_MAX_K}: the kernel was not timed faster"
     if math.prod(scores.shape[:-1]) < AUTO_KERNEL_MIN_ROWS:
-      return f"fewer than {AUTO_KERNEL_MIN_ROWS} rows (decode): the XLA path was faster"
+      return (f"fewer than {AUTO_KERNEL_MIN_ROWS} rows (decode): the kernel was not timed "
+              "faster there")
     return None
 
   chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla", pallas_unsupported=kernel_not_chosen)
