@@ -176,8 +176,9 @@ THRESHOLD_MAX_SUB_KEYS_PER_K = 4
 # (S = 512: 0.436 against 0.411, session 35). Untimed between 32 and 64, and above 64.
 TWO_ROWS_MIN_K = 64
 # Up to this many rows the threshold selections on one row per program whatever S and k: so
-# few programs run that the time is one program's chain of dependent steps, and the
-# threshold form's is the shortest at k = 64. On an H100 at 8 rows, float32, back to back,
+# few programs run that the time is one program's chain of dependent steps, and of four
+# one-row tilings the threshold form was the fastest, or within 2 us of it, at every timed
+# shape. On an H100 at 8 rows, float32, back to back,
 # fwd ms, two processes (WORKSPACE.md, issue 12, session 58): S = 512, k = 64: 0.034 / 0.033
 # against the groups' 0.045 / 0.046 and the XLA path's 0.052 / 0.038; S = 1,024, k = 64:
 # 0.039 / 0.040 against 0.058 / 0.058 and 0.037 / 0.037; at k = 32 within 1 us of the
@@ -1330,6 +1331,6 @@ def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None =
   return _topk(scores, k, config, interpret)
 
 
-__all__ = ["FEW_ROWS_MAX", "FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS", "THRESHOLD_MAX_SUB_KEYS_PER_K",
-           "TWO_ROWS_MIN_K", "candidate_parts", "check_config", "default_config", "ordered_key",
-           "product_key_topk"]
+__all__ = ["FEW_ROWS_MAX", "FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS",
+           "THRESHOLD_MAX_SUB_KEYS_PER_K", "TWO_ROWS_MIN_K", "candidate_parts", "check_config",
+           "default_config", "ordered_key", "product_key_topk"]
