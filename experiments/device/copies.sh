@@ -6,6 +6,15 @@ archive() {
   git archive "$2" pallas_kernels sdm_jax maglev_jax experiments pyproject.toml tests \
     | tar -x -C "devrun/$1"
 }
+# main_only NAME FILE PATTERN: devrun/ holding main alone as NAME, checked to hold PATTERN in
+# FILE (the change the call is for: a stale main fails here, not on the device), then the
+# sizes the call carries.
+main_only() {
+  rm -rf devrun && mkdir devrun
+  archive "$1" main
+  grep -q "$3" "devrun/$1/$2"
+  du -sh devrun .whl || true
+}
 # branch_from_patch NAME BASE: branch NAME = BASE + experiments/device/branches/NAME.patch
 # (`git format-patch`), made only where NAME is missing (a new checkout keeps main only).
 branch_from_patch() {
