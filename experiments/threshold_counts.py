@@ -74,8 +74,10 @@ def main(argv):
         scores = np.asarray(jnp.asarray(scores, jnp.bfloat16).astype(jnp.float32))
       halves, final = np.array([row_counts(row, k) for row in scores]).T
       result = dict(sub_keys=sub_keys, k=k, bf16=_BF16.value, rows=_ROWS.value,
-                    halves_mean=float(halves.mean()), halves_p95=float(np.percentile(halves, 95)),
-                    final_mean=float(final.mean()), final_p95=float(np.percentile(final, 95)))
+                    halves_mean=float(halves.mean()),
+                    halves_p95=float(np.percentile(halves, 95)),
+                    final_mean=float(final.mean()),
+                    final_p95=float(np.percentile(final, 95)))
       results.append(result)
       print(f"S = {sub_keys:5d}, k = {k:3d}: halves {result['halves_mean']:4.1f} "
             f"(p95 {result['halves_p95']:.0f}), final {result['final_mean']:4.1f} "
