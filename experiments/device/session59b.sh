@@ -1,7 +1,8 @@
-# Call 59b: DEADLINE=560, carry .whl and devrun (from session59b_copies.sh). Branch
+# Call 59b: carry .whl and devrun (from session59b_copies.sh); DEADLINE=560 runs all of it,
+# DEADLINE=340 (about 330 s on an H100) keeps steps 1-3 and part of 4. Branch
 # `threshold-early-exit` against main (m59), in two steps: e59 (the threshold selections'
-# bit counts stop early) and r59 (also their ranks by key alone):
-# In order, so that a deadline cut from the end keeps main against r59:
+# bit counts stop early) and r59 (also their ranks by key alone). In order, so that a
+# deadline cut from the end keeps main against r59:
 # 1. r59's compiled tests of the threshold selections (the few-rows default and the
 #    threshold configs).
 # 2. The top-k at 65,536 rows where the default takes the threshold selections (S = 128,
