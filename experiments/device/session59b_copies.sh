@@ -6,7 +6,7 @@ set -eu
 source experiments/device/copies.sh  # main_only, archive, branch_from_patch
 branch_from_patch threshold-early-exit main
 main_only m59 pallas_kernels/product_key/topk_pallas.py "^FEW_ROWS_MAX = 128$"
-archive e59 threshold-early-exit~2
+archive e59 threshold-early-exit~3
 archive r59 threshold-early-exit
 grep -q "def more_bits" devrun/e59/pallas_kernels/product_key/topk_pallas.py
 ! grep -q "def by_key_and_id" devrun/e59/pallas_kernels/product_key/topk_pallas.py
