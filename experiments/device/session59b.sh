@@ -8,7 +8,7 @@
 # 2. The top-k at 65,536 rows where the default takes the threshold selections (S = 128,
 #    `sdm_small`'s training shape, and 256, k = 64), one process each: m59, r59.
 # 3. One round of `sdm_small`'s step in m59 and r59 (its top-k: 1.17 ms of main's step on
-#    an H100, call 59a's profile).
+#    an H100, call 59a's profile), then `gdn_small`'s (m59) for issue 11's ratio.
 # 4. The top-k again (r59, m59, then e59 twice), e59's step, the decode shapes (8 rows).
 source experiments/device/common.sh
 step tests_r59 80 devrun/r59 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q \
@@ -22,7 +22,7 @@ many() {
   done
 }
 many m59_a r59_a
-step_rounds "a" m59 r59
+GDN_TREE=m59 step_rounds "a" m59 r59
 many r59_b m59_b e59_a e59_b
 step_rounds "a" e59
 for run in r59_a m59_a; do
