@@ -55,8 +55,9 @@ their sums with the partner. (Until session 41 the contract compared rounded sum
 tail could then take the higher slot first among sums tied by rounding.)
 
 `half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
-rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, 32
-counts in registers with no reload between them; the chosen entries are packed by a
+rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, up to
+32 counts in registers with no reload between them (they stop once exactly k keys reach
+the cut); the chosen entries are packed by a
 running count and each is ranked by counting the chosen entries that beat it.
 
 Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
@@ -844,23 +845,40 @@ def _thresholds(entry_sets, k: int):
   largest keys, the lowest id among equal keys) are exactly those with key > key_cut, or
   key == key_cut and id <= id_cut. Each set needs at least k entries.
 
-  key_cut is the k-th largest key: the largest int32 t with at least k keys >= t, built
-  bit by bit (the sign bit first, then, as within one sign a set bit raises the value,
-  each lower bit kept where the count still reaches k): 32 counts one after another, each
-  a compare and a sum across the row in registers, where k rounds of max-and-mask wait on
-  two reductions and a reload each. Where more keys equal key_cut than the k best take
-  (ties), id_cut is found the same way over their ids (`id_bits` counts, run only if some
-  row of the program has such ties); else it is `_NO_ID`. The sets' counts run in one
-  loop, as independent chains."""
-  def key_bit(i, cuts):
-    def keep(entries, t):
-      trial = t | jnp.left_shift(jnp.int32(1), 30 - i)
-      return jnp.where(_count(entries, lambda keys, _: keys >= trial) >= k, trial, t)
-    return tuple(keep(entries, t) for entries, t in zip(entry_sets, cuts))
+  key_cut is the k-th largest key, or a smaller int32 t that exactly the k largest keys
+  reach. It is built bit by bit as the largest t with at least k keys >= t (the sign bit
+  first, then, as within one sign a set bit raises the value, each lower bit kept where
+  the count still reaches k): counts one after another, each a compare and a sum across
+  the row in registers, where k rounds of max-and-mask wait on two reductions and a reload
+  each. The counts stop once exactly k keys are >= t in every row of the program (t then
+  lies between the k-th largest key and the next), at most 32 counts (where those two
+  keys are equal, every bit). On random normal scores that takes about 12 counts in a half of S = 128 at k =
+  64 and about 17-21 over the final candidates (WORKSPACE.md, issue 12, session 59).
+  Where more keys equal key_cut than the k best take (ties), id_cut is found the same way
+  over their ids (`id_bits` counts, run only if some row of the program has such ties);
+  else it is `_NO_ID`. The sets' counts run in one loop, as independent chains."""
+  def at_least(entries, t):
+    return _count(entries, lambda keys, _: keys >= t)
 
-  signs = tuple(jnp.where(_count(entries, lambda keys, _: keys >= 0) >= k, 0, _TAKEN)
-                for entries in entry_sets)
-  key_cuts = lax.fori_loop(0, 31, key_bit, signs)
+  def key_bit(carry):
+    i, cuts, counts = carry
+    def keep(entries, t, count):
+      trial = t | jnp.left_shift(jnp.int32(1), 30 - i)
+      trial_count = at_least(entries, trial)
+      kept = trial_count >= k
+      return jnp.where(kept, trial, t), jnp.where(kept, trial_count, count)
+    cuts, counts = zip(*(keep(*args) for args in zip(entry_sets, cuts, counts)))
+    return i + 1, cuts, counts
+
+  def more_bits(carry):  # some row of some set has more than k keys >= its cut
+    i, _, counts = carry
+    return (i < 31) & functools.reduce(jnp.logical_or,
+                                       (_any_row(count != k) for count in counts))
+
+  signs = tuple(jnp.where(at_least(entries, 0) >= k, 0, _TAKEN) for entries in entry_sets)
+  _, key_cuts, _ = lax.while_loop(
+      more_bits, key_bit,
+      (jnp.int32(0), signs, tuple(at_least(entries, t) for entries, t in zip(entry_sets, signs))))
   # How many of the entries at key_cut the k best take (at least one), and whether fewer
   # than all of them.
   wanted = tuple(k - _count(entries, lambda keys, _, t=t: keys > t)

@@ -361,6 +361,37 @@ def test_threshold_selection_takes_the_lowest_ids_among_ties(sub_keys, k):
   assert_matches_brute_force(idx, logits, scores, k)
 
 
+def test_threshold_cuts_choose_the_k_best_whether_or_not_the_counts_stop_early():
+  """`_thresholds` (plain jnp, outside a kernel), its rows as one program's: random rows
+  alone, whose counts stop before the last bit with a cut below the k-th key; then beside
+  rows whose k-th key equals the next (every bit counted, then the ids), where the random
+  rows go on counting. Each row's cut chooses exactly its k best by (key, lowest id)."""
+  k, width = 8, 32
+  rng = np.random.default_rng(59)
+  values = rng.standard_normal((6, width)).astype(np.float32)
+  values[1] = rng.integers(-2, 3, width) * 0.5   # few distinct values: ties at the cut
+  values[2, : k + 4] = 1.5                       # k + 4 entries share the largest value
+
+  def cuts(values):
+    keys = topk_pallas.ordered_key(jnp.asarray(values))
+    ids = jnp.broadcast_to(jnp.arange(width, dtype=jnp.int32), keys.shape)
+    (key_cut, id_cut), = topk_pallas._thresholds(
+        (topk_pallas._Entries((keys,), (ids,), id_bits=5),), k)
+    keys, key_cut, id_cut = np.asarray(keys), np.asarray(key_cut)[:, 0], np.asarray(id_cut)
+    chosen = (keys > key_cut[:, None]) | ((keys == key_cut[:, None])
+                                          & (np.arange(width) <= id_cut))
+    for row in range(len(values)):
+      best = sorted(range(width), key=lambda i: (-keys[row, i], i))[:k]
+      assert set(np.flatnonzero(chosen[row])) == set(best), row
+    return key_cut, id_cut[:, 0], np.sort(keys, axis=1)[:, -k]
+
+  key_cut, _, kth = cuts(values[3:])
+  assert (key_cut < kth).any()
+  key_cut, id_cut, kth = cuts(values)
+  assert (key_cut == kth).all()
+  assert (id_cut[1:3] != np.iinfo(np.int32).max).all()
+
+
 def test_sum_residual_is_what_rounding_dropped():
   """Against float64, which holds two float32 scores' sum exactly when their exponents
   differ by less than 29: residual = a + b - fl32(a + b); for infinite sums the finite
