@@ -905,15 +905,32 @@ def _thresholds(entry_sets, k: int):
 
 
 def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int, out,
-                  k: int, interpret: bool):
+                  k: int, interpret: bool, by_key_first: bool = False):
   """Stores the ids of the k best entries (`_thresholds`' cuts) best first: the id of rank
   r at out(rank) (out maps [R, K] lanes to a ref view), r < k.
 
   The chosen entries are packed into work_ref[:, work_set] ([rows, sets, 2, K]: keys, ids;
   K a power of two >= k) by their running count (`cumsum`), and each one's rank is the
-  number of chosen entries that beat it, counted one rival at a time."""
+  number of chosen entries that beat it by (key, id), counted one rival at a time: three
+  compares a pair.
+
+  by_key_first (the halves): one compare a pair where that gives the same ranks. Where
+  every key of the program leaves its low id_bits bits free (all zeros, or all ones below
+  a negative score's flipped bits: scores of few significant bits, such as bf16 ones cast
+  to float32), each key carries its id there, inverted, so the keys are distinct and order
+  as (key, id) do. Ranks by key alone are then 0..k-1 wherever a row's k keys are
+  distinct, summing to k(k-1)/2; equal keys share a rank and the sum falls short, and then
+  the program ranks again by (key, id). (Not the final candidates: their sums of bf16
+  scores tie in almost every row and leave no bits free, so the first count would be
+  wasted there.)"""
   key_cut, id_cut = cuts
   live = rows.store < work_ref.shape[0]
+  if by_key_first:
+    id_mask = (1 << entries.id_bits) - 1
+    low = [keys & id_mask for keys in entries.keys]
+    bits_used = functools.reduce(jnp.maximum, (jnp.max(((bits != 0) & (bits != id_mask))
+                                                       .astype(jnp.int32)) for bits in low))
+    ids_in_keys = bits_used == 0
   packed = jnp.zeros_like(key_cut)
   for keys, ids in zip(entries.keys, entries.ids):
     chosen = (keys > key_cut) | ((keys == key_cut) & (ids <= id_cut))
@@ -921,6 +938,8 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
     # lane's old value back, which must not land on a stored one.
     lane = jnp.where(chosen, packed + jnp.cumsum(chosen.astype(jnp.int32), axis=1) - 1, k)
     mask = chosen & live
+    if by_key_first:
+      keys = jnp.where(ids_in_keys, (keys & ~id_mask) | (id_mask - ids), keys)
     pltriton.store(work_ref.at[rows.store, work_set, 0, lane], keys, mask=mask)
     pltriton.store(work_ref.at[rows.store, work_set, 1, lane], ids, mask=mask)
     packed = packed + jnp.sum(chosen.astype(jnp.int32), axis=1, keepdims=True)
@@ -932,13 +951,24 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
   keys = pltriton.load(work_ref.at[rows.load, work_set, 0, at], mask=inside, other=_TAKEN)
   ids = pltriton.load(work_ref.at[rows.load, work_set, 1, at], mask=inside, other=_NO_ID)
 
-  def count_rival(f, rank):  # one rival per step, against every packed entry at once
-    rival = jnp.full(rows.load.shape, f, jnp.int32)
-    rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, rival])  # [R, 1]
-    rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, rival])
-    return rank + _beats(rival_key, rival_id, keys, ids).astype(jnp.int32)
+  def rank_by(beats):  # one rival per step, against every packed entry at once
+    def count_rival(f, rank):
+      rival = jnp.full(rows.load.shape, f, jnp.int32)
+      rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, rival])  # [R, 1]
+      return rank + beats(rival, rival_key).astype(jnp.int32)
+    return lax.fori_loop(0, k, count_rival, jnp.zeros(keys.shape, jnp.int32))
 
-  rank = lax.fori_loop(0, k, count_rival, jnp.zeros(keys.shape, jnp.int32))
+  def by_key_and_id(rival, rival_key):
+    rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, rival])
+    return _beats(rival_key, rival_id, keys, ids)
+
+  if by_key_first:
+    rank = rank_by(lambda _, rival_key: rival_key > keys)
+    short = jnp.sum(jnp.where(inside, rank, 0), axis=1, keepdims=True) != k * (k - 1) // 2
+    rank = lax.cond(_any_row(short), lambda _: rank_by(by_key_and_id), lambda same: same,
+                    rank)
+  else:
+    rank = rank_by(by_key_and_id)
   stored = jnp.broadcast_to(live, inside.shape) & inside
   pltriton.store(out(jnp.where(stored, rank, k)), ids, mask=stored)
   platform.triton_barrier(interpret)
@@ -956,7 +986,7 @@ def _threshold_halves(scores_ref, rows: _Rows, logs, work_ref, *, sub_keys: int,
                  for offset in (0, sub_keys))
   for half, (entries, cuts, log) in enumerate(zip(halves, _thresholds(halves, rounds), logs)):
     _store_ranked(entries, cuts, rows, work_ref, half, lambda lane, log=log: (
-        log.scratch.at[rows.store, log.half, lane]), rounds, interpret)
+        log.scratch.at[rows.store, log.half, lane]), rounds, interpret, by_key_first=True)
 
 
 def _select_by_threshold(scores_ref, keys, slots, rows: _Rows, work_ref, idx_ref, k: int,
