@@ -852,8 +852,9 @@ def _thresholds(entry_sets, k: int):
   the row in registers, where k rounds of max-and-mask wait on two reductions and a reload
   each. The counts stop once exactly k keys are >= t in every row of the program (t then
   lies between the k-th largest key and the next), at most 32 counts (where those two
-  keys are equal, every bit). On random normal scores that takes about 12 counts in a half of S = 128 at k =
-  64 and about 17-21 over the final candidates (WORKSPACE.md, issue 12, session 59).
+  keys are equal, every bit). On random normal scores that takes about 12 counts in a
+  half of S = 128 at k = 64 and about 17-21 over the final candidates
+  (`experiments.threshold_counts`; WORKSPACE.md, issue 12, session 59).
   Where more keys equal key_cut than the k best take (ties), id_cut is found the same way
   over their ids (`id_bits` counts, run only if some row of the program has such ties);
   else it is `_NO_ID`. The sets' counts run in one loop, as independent chains."""
@@ -876,9 +877,8 @@ def _thresholds(entry_sets, k: int):
                                        (_any_row(count != k) for count in counts))
 
   signs = tuple(jnp.where(at_least(entries, 0) >= k, 0, _TAKEN) for entries in entry_sets)
-  _, key_cuts, _ = lax.while_loop(
-      more_bits, key_bit,
-      (jnp.int32(0), signs, tuple(at_least(entries, t) for entries, t in zip(entry_sets, signs))))
+  counts = tuple(at_least(entries, t) for entries, t in zip(entry_sets, signs))
+  _, key_cuts, _ = lax.while_loop(more_bits, key_bit, (jnp.int32(0), signs, counts))
   # How many of the entries at key_cut the k best take (at least one), and whether fewer
   # than all of them.
   wanted = tuple(k - _count(entries, lambda keys, _, t=t: keys > t)
