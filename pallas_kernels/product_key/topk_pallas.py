@@ -491,7 +491,8 @@ def _advance_tail(tail: _Tail, head, took):
 
 
 def _any_row(flags) -> jax.Array:
-  """flags [R, 1] bool -> whether any row's is set (a scalar, the same for the program)."""
+  """flags [R, 1] (or [R, P]) bool -> whether any is set (a scalar, the same for the
+  program)."""
   return jnp.max(flags.astype(jnp.int32)) > 0
 
 
@@ -927,10 +928,9 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
   live = rows.store < work_ref.shape[0]
   if by_key_first:
     id_mask = (1 << entries.id_bits) - 1
-    low = [keys & id_mask for keys in entries.keys]
-    bits_used = functools.reduce(jnp.maximum, (jnp.max(((bits != 0) & (bits != id_mask))
-                                                       .astype(jnp.int32)) for bits in low))
-    ids_in_keys = bits_used == 0
+    ids_in_keys = ~functools.reduce(jnp.logical_or, (
+        _any_row(((keys & id_mask) != 0) & ((keys & id_mask) != id_mask))
+        for keys in entries.keys))
   packed = jnp.zeros_like(key_cut)
   for keys, ids in zip(entries.keys, entries.ids):
     chosen = (keys > key_cut) | ((keys == key_cut) & (ids <= id_cut))
