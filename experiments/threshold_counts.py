@@ -4,12 +4,13 @@
 
 `topk_pallas._thresholds` builds the cut key bit by bit, from the sign bit down, as the
 largest int32 t with at least k keys >= t: one count over the row per bit. Once exactly k
-keys are >= t, t already chooses the k best, so the counts may stop there (branch
-`threshold-early-exit`, WORKSPACE.md, issue 12, session 59). This replays that bit-building
-in numpy on random normal score rows, with the kernel's own key map (`ordered_key`), and
-prints, per S and k, how many counts a row needs: for a half (the larger of the two, as
-both halves count in one loop) and for the final selection over the pruned pair grid's
-sums. A static estimate of the loop trips, not a timing.
+keys are >= t, t already chooses the k best, so the counts stop there (WORKSPACE.md, issue
+12, sessions 59-60). This replays that bit-building in numpy on random normal score rows,
+with the kernel's own key map (`ordered_key`), and prints, per S and k, how many counts a
+row needs: for a half (the larger of the two, as both halves count in one loop) and for
+the final selection over the pruned pair grid's sums. A static estimate of the loop trips,
+not a timing; `_thresholds` reports no counts, so tests check the replay's cut against
+its.
 """
 
 from __future__ import annotations

@@ -55,8 +55,9 @@ their sums with the partner. (Until session 41 the contract compared rounded sum
 tail could then take the higher slot first among sums tied by rounding.)
 
 `half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
-rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, 32
-counts in registers with no reload between them; the chosen entries are packed by a
+rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, up to
+32 counts in registers with no reload between them (they stop once exactly k keys reach
+the cut); the chosen entries are packed by a
 running count and each is ranked by counting the chosen entries that beat it.
 
 Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
@@ -490,7 +491,8 @@ def _advance_tail(tail: _Tail, head, took):
 
 
 def _any_row(flags) -> jax.Array:
-  """flags [R, 1] bool -> whether any row's is set (a scalar, the same for the program)."""
+  """flags [R, 1] (or [R, P]) bool -> whether any is set (a scalar, the same for the
+  program)."""
   return jnp.max(flags.astype(jnp.int32)) > 0
 
 
@@ -844,23 +846,43 @@ def _thresholds(entry_sets, k: int):
   largest keys, the lowest id among equal keys) are exactly those with key > key_cut, or
   key == key_cut and id <= id_cut. Each set needs at least k entries.
 
-  key_cut is the k-th largest key: the largest int32 t with at least k keys >= t, built
-  bit by bit (the sign bit first, then, as within one sign a set bit raises the value,
-  each lower bit kept where the count still reaches k): 32 counts one after another, each
-  a compare and a sum across the row in registers, where k rounds of max-and-mask wait on
-  two reductions and a reload each. Where more keys equal key_cut than the k best take
-  (ties), id_cut is found the same way over their ids (`id_bits` counts, run only if some
-  row of the program has such ties); else it is `_NO_ID`. The sets' counts run in one
-  loop, as independent chains."""
-  def key_bit(i, cuts):
-    def keep(entries, t):
-      trial = t | jnp.left_shift(jnp.int32(1), 30 - i)
-      return jnp.where(_count(entries, lambda keys, _: keys >= trial) >= k, trial, t)
-    return tuple(keep(entries, t) for entries, t in zip(entry_sets, cuts))
+  key_cut is the k-th largest key, or a smaller int32 t that exactly the k largest keys
+  reach. It is built bit by bit as the largest t with at least k keys >= t (the sign bit
+  first, then, as within one sign a set bit raises the value, each lower bit kept where
+  the count still reaches k): counts one after another, each a compare and a sum across
+  the row in registers, where k rounds of max-and-mask wait on two reductions and a reload
+  each. The counts stop once exactly k keys are >= t in every row of the program (t then
+  lies between the k-th largest key and the next), at most 32 counts (where those two
+  keys are equal, every bit). On random normal scores that takes about 12 counts in a
+  half of S = 128 at k = 64 and about 17-21 over the final candidates
+  (`experiments.threshold_counts`; WORKSPACE.md, issue 12, session 59). On an H100 at
+  65,536 rows, float32, back to back, fwd ms (session 60): S = 128, k = 64: 0.523 with
+  every bit counted, 0.477 stopping early, 0.413 with the halves' ranks by key
+  (`_store_ranked`); S = 256, k = 64: 0.699, 0.604, 0.544.
+  Where more keys equal key_cut than the k best take (ties), id_cut is found the same way
+  over their ids (`id_bits` counts, run only if some row of the program has such ties);
+  else it is `_NO_ID`. The sets' counts run in one loop, as independent chains."""
+  def at_least(entries, t):
+    return _count(entries, lambda keys, _: keys >= t)
 
-  signs = tuple(jnp.where(_count(entries, lambda keys, _: keys >= 0) >= k, 0, _TAKEN)
-                for entries in entry_sets)
-  key_cuts = lax.fori_loop(0, 31, key_bit, signs)
+  def key_bit(carry):
+    i, cuts, counts = carry
+    def keep(entries, t, count):
+      trial = t | jnp.left_shift(jnp.int32(1), 30 - i)
+      trial_count = at_least(entries, trial)
+      kept = trial_count >= k
+      return jnp.where(kept, trial, t), jnp.where(kept, trial_count, count)
+    cuts, counts = zip(*(keep(*args) for args in zip(entry_sets, cuts, counts)))
+    return i + 1, cuts, counts
+
+  def more_bits(carry):  # some row of some set has more than k keys >= its cut
+    i, _, counts = carry
+    return (i < 31) & functools.reduce(jnp.logical_or,
+                                       (_any_row(count != k) for count in counts))
+
+  signs = tuple(jnp.where(at_least(entries, 0) >= k, 0, _TAKEN) for entries in entry_sets)
+  counts = tuple(at_least(entries, t) for entries, t in zip(entry_sets, signs))
+  _, key_cuts, _ = lax.while_loop(more_bits, key_bit, (jnp.int32(0), signs, counts))
   # How many of the entries at key_cut the k best take (at least one), and whether fewer
   # than all of them.
   wanted = tuple(k - _count(entries, lambda keys, _, t=t: keys > t)
@@ -887,15 +909,31 @@ def _thresholds(entry_sets, k: int):
 
 
 def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int, out,
-                  k: int, interpret: bool):
+                  k: int, interpret: bool, by_key_first: bool = False):
   """Stores the ids of the k best entries (`_thresholds`' cuts) best first: the id of rank
   r at out(rank) (out maps [R, K] lanes to a ref view), r < k.
 
   The chosen entries are packed into work_ref[:, work_set] ([rows, sets, 2, K]: keys, ids;
   K a power of two >= k) by their running count (`cumsum`), and each one's rank is the
-  number of chosen entries that beat it, counted one rival at a time."""
+  number of chosen entries that beat it by (key, id), counted one rival at a time: three
+  compares a pair.
+
+  by_key_first (the halves): one compare a pair where that gives the same ranks. Where
+  every key of the program leaves its low id_bits bits free (all zeros, or all ones below
+  a negative score's flipped bits: scores of few significant bits, such as bf16 ones cast
+  to float32), each key carries its id there, inverted, so the keys are distinct and order
+  as (key, id) do. Ranks by key alone are then 0..k-1 wherever a row's k keys are
+  distinct, summing to k(k-1)/2; equal keys share a rank and the sum falls short, and then
+  the program ranks again by (key, id). (Not the final candidates: their sums of bf16
+  scores tie in almost every row and leave no bits free, so the first count would be
+  wasted there.)"""
   key_cut, id_cut = cuts
   live = rows.store < work_ref.shape[0]
+  if by_key_first:
+    id_mask = (1 << entries.id_bits) - 1
+    ids_in_keys = ~functools.reduce(jnp.logical_or, (
+        _any_row(((keys & id_mask) != 0) & ((keys & id_mask) != id_mask))
+        for keys in entries.keys))
   packed = jnp.zeros_like(key_cut)
   for keys, ids in zip(entries.keys, entries.ids):
     chosen = (keys > key_cut) | ((keys == key_cut) & (ids <= id_cut))
@@ -903,6 +941,8 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
     # lane's old value back, which must not land on a stored one.
     lane = jnp.where(chosen, packed + jnp.cumsum(chosen.astype(jnp.int32), axis=1) - 1, k)
     mask = chosen & live
+    if by_key_first:
+      keys = jnp.where(ids_in_keys, (keys & ~id_mask) | (id_mask - ids), keys)
     pltriton.store(work_ref.at[rows.store, work_set, 0, lane], keys, mask=mask)
     pltriton.store(work_ref.at[rows.store, work_set, 1, lane], ids, mask=mask)
     packed = packed + jnp.sum(chosen.astype(jnp.int32), axis=1, keepdims=True)
@@ -914,13 +954,24 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
   keys = pltriton.load(work_ref.at[rows.load, work_set, 0, at], mask=inside, other=_TAKEN)
   ids = pltriton.load(work_ref.at[rows.load, work_set, 1, at], mask=inside, other=_NO_ID)
 
-  def count_rival(f, rank):  # one rival per step, against every packed entry at once
-    rival = jnp.full(rows.load.shape, f, jnp.int32)
-    rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, rival])  # [R, 1]
-    rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, rival])
-    return rank + _beats(rival_key, rival_id, keys, ids).astype(jnp.int32)
+  def rank_by(beats):  # one rival per step, against every packed entry at once
+    def count_rival(f, rank):
+      rival = jnp.full(rows.load.shape, f, jnp.int32)
+      rival_key = pltriton.load(work_ref.at[rows.load, work_set, 0, rival])  # [R, 1]
+      return rank + beats(rival, rival_key).astype(jnp.int32)
+    return lax.fori_loop(0, k, count_rival, jnp.zeros(keys.shape, jnp.int32))
 
-  rank = lax.fori_loop(0, k, count_rival, jnp.zeros(keys.shape, jnp.int32))
+  def by_key_and_id(rival, rival_key):
+    rival_id = pltriton.load(work_ref.at[rows.load, work_set, 1, rival])
+    return _beats(rival_key, rival_id, keys, ids)
+
+  if by_key_first:
+    rank = rank_by(lambda _, rival_key: rival_key > keys)
+    short = jnp.sum(jnp.where(inside, rank, 0), axis=1, keepdims=True) != k * (k - 1) // 2
+    rank = lax.cond(_any_row(short), lambda _: rank_by(by_key_and_id), lambda same: same,
+                    rank)
+  else:
+    rank = rank_by(by_key_and_id)
   stored = jnp.broadcast_to(live, inside.shape) & inside
   pltriton.store(out(jnp.where(stored, rank, k)), ids, mask=stored)
   platform.triton_barrier(interpret)
@@ -938,7 +989,7 @@ def _threshold_halves(scores_ref, rows: _Rows, logs, work_ref, *, sub_keys: int,
                  for offset in (0, sub_keys))
   for half, (entries, cuts, log) in enumerate(zip(halves, _thresholds(halves, rounds), logs)):
     _store_ranked(entries, cuts, rows, work_ref, half, lambda lane, log=log: (
-        log.scratch.at[rows.store, log.half, lane]), rounds, interpret)
+        log.scratch.at[rows.store, log.half, lane]), rounds, interpret, by_key_first=True)
 
 
 def _select_by_threshold(scores_ref, keys, slots, rows: _Rows, work_ref, idx_ref, k: int,

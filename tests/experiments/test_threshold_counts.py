@@ -3,9 +3,11 @@ chooses exactly the k best keys, and every bit is counted only where the k-th ke
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from experiments import threshold_counts
+from pallas_kernels.product_key import topk_pallas
 
 
 def test_the_cut_chooses_exactly_the_k_best_and_stops_early():
@@ -32,3 +34,18 @@ def test_row_counts_of_random_scores_are_within_the_key_bits():
   halves, final = threshold_counts.row_counts(scores, 16)
   assert 1 <= halves <= threshold_counts.KEY_BITS
   assert 1 <= final <= threshold_counts.KEY_BITS
+
+
+def test_the_replay_stops_at_the_kernels_own_cut():
+  """The replay against `topk_pallas._thresholds` (plain jnp, one row a call, so that no
+  other row of a program keeps its counts going): the same cut key in every row, tied rows
+  included."""
+  rng = np.random.default_rng(5)
+  values = rng.standard_normal((12, 64)).astype(np.float32)
+  values[:3] = rng.integers(-3, 4, (3, 64)) * 0.5   # ties at the k-th key
+  keys = np.asarray(topk_pallas.ordered_key(jnp.asarray(values)))
+  ids = jnp.arange(64, dtype=jnp.int32)[None]
+  for row in keys:
+    (key_cut, _), = topk_pallas._thresholds(
+        (topk_pallas._Entries((jnp.asarray(row[None]),), (ids,), id_bits=6),), 16)
+    assert int(key_cut[0, 0]) == threshold_counts.counts_to_cut(row, 16)[1]

@@ -361,6 +361,60 @@ def test_threshold_selection_takes_the_lowest_ids_among_ties(sub_keys, k):
   assert_matches_brute_force(idx, logits, scores, k)
 
 
+@pytest.mark.parametrize("block_rows", [1, 2])
+def test_threshold_halves_rank_bf16_scores_by_keys_that_carry_their_ids(block_rows):
+  """bf16 scores cast to float32 (the layer's) leave every key's low bits free, so the
+  halves' ranking puts each id there and counts by key alone. Rows 0 and 2: two equal
+  first-half scores (ids 7 and 40) just below a third, so that the pair of id 7 with the
+  second half's rank 10 is the 32nd best and the pruned grid holds it only if id 7
+  ranks before id 40. With two rows a program, row 3's float32 scores turn the ids in the
+  keys off for rows 2 and 3 (ranked by key, then by (key, id))."""
+  rng = np.random.default_rng(block_rows)
+  scores = np.round(rng.standard_normal((4, 2 * 64)) * 4) / 4
+  for row in (0, 2):
+    scores[row, :64] = -10.0
+    scores[row, [20, 7, 40]] = [2.125, 2.0, 2.0]
+    scores[row, 64:] = 8 - 0.3125 * np.arange(64)
+  scores = jnp.asarray(scores, jnp.bfloat16).astype(jnp.float32)
+  scores = scores.at[3].set(jnp.asarray(rng.standard_normal(2 * 64), jnp.float32))
+  config = THRESHOLD._replace(block_rows=block_rows)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=32,
+                                          config=config))(scores)
+  assert_matches_brute_force(idx, logits, scores, 32)
+  assert 7 * 64 + 10 in np.asarray(idx)[0]
+
+
+def test_threshold_cuts_choose_the_k_best_whether_or_not_the_counts_stop_early():
+  """`_thresholds` (plain jnp, outside a kernel), its rows as one program's: random rows
+  alone, whose counts stop before the last bit with a cut below the k-th key; then beside
+  rows whose k-th key equals the next (every bit counted, then the ids), where the random
+  rows go on counting. Each row's cut chooses exactly its k best by (key, lowest id)."""
+  k, width = 8, 32
+  rng = np.random.default_rng(59)
+  values = rng.standard_normal((6, width)).astype(np.float32)
+  values[1] = rng.integers(-2, 3, width) * 0.5   # few distinct values: ties at the cut
+  values[2, : k + 4] = 1.5                       # k + 4 entries share the largest value
+
+  def cuts(values):
+    keys = topk_pallas.ordered_key(jnp.asarray(values))
+    ids = jnp.broadcast_to(jnp.arange(width, dtype=jnp.int32), keys.shape)
+    (key_cut, id_cut), = topk_pallas._thresholds(
+        (topk_pallas._Entries((keys,), (ids,), id_bits=5),), k)
+    keys, key_cut, id_cut = np.asarray(keys), np.asarray(key_cut)[:, 0], np.asarray(id_cut)
+    chosen = (keys > key_cut[:, None]) | ((keys == key_cut[:, None])
+                                          & (np.arange(width) <= id_cut))
+    for row in range(len(values)):
+      best = sorted(range(width), key=lambda i: (-keys[row, i], i))[:k]
+      assert set(np.flatnonzero(chosen[row])) == set(best), row
+    return key_cut, id_cut[:, 0], np.sort(keys, axis=1)[:, -k]
+
+  key_cut, _, kth = cuts(values[3:])
+  assert (key_cut < kth).any()
+  key_cut, id_cut, kth = cuts(values)
+  assert (key_cut == kth).all()
+  assert (id_cut[1:3] != np.iinfo(np.int32).max).all()
+
+
 def test_sum_residual_is_what_rounding_dropped():
   """Against float64, which holds two float32 scores' sum exactly when their exponents
   differ by less than 29: residual = a + b - fl32(a + b); for infinite sums the finite
