@@ -919,21 +919,21 @@ def _store_ranked(entries: _Entries, cuts, rows: _Rows, work_ref, work_set: int,
   compares a pair.
 
   by_key_first (the halves): one compare a pair where that gives the same ranks. Where
-  every key of the program leaves its low id_bits bits free (all zeros, or all ones below
-  a negative score's flipped bits: scores of few significant bits, such as bf16 ones cast
-  to float32), each key carries its id there, inverted, so the keys are distinct and order
-  as (key, id) do. Ranks by key alone are then 0..k-1 wherever a row's k keys are
-  distinct, summing to k(k-1)/2; equal keys share a rank and the sum falls short, and then
-  the program ranks again by (key, id). (Not the final candidates: their sums of bf16
-  scores tie in almost every row and leave no bits free, so the first count would be
-  wasted there.)"""
+  every key of the program has its low id_bits bits zero (scores of few significant bits,
+  such as bf16 ones cast to float32, of either sign: `ordered_key` adds one to a negative
+  score's flipped bits), each key carries its id there, inverted, so the keys are distinct
+  and order as (key, id) do. Only zeros count as free: two keys that differ only in those
+  bits (say all zeros and all ones) would be ordered by id, not by key. Ranks by key alone
+  are then 0..k-1 wherever a row's k keys are distinct, summing to k(k-1)/2; equal keys
+  share a rank and the sum falls short, and then the program ranks again by (key, id).
+  (Not the final candidates: their sums of bf16 scores tie in almost every row and leave
+  no bits free, so the first count would be wasted there.)"""
   key_cut, id_cut = cuts
   live = rows.store < work_ref.shape[0]
   if by_key_first:
     id_mask = (1 << entries.id_bits) - 1
-    ids_in_keys = ~functools.reduce(jnp.logical_or, (
-        _any_row(((keys & id_mask) != 0) & ((keys & id_mask) != id_mask))
-        for keys in entries.keys))
+    ids_in_keys = ~functools.reduce(jnp.logical_or, (_any_row((keys & id_mask) != 0)
+                                                     for keys in entries.keys))
   packed = jnp.zeros_like(key_cut)
   for keys, ids in zip(entries.keys, entries.ids):
     chosen = (keys > key_cut) | ((keys == key_cut) & (ids <= id_cut))

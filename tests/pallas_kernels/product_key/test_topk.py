@@ -384,6 +384,26 @@ def test_threshold_halves_rank_bf16_scores_by_keys_that_carry_their_ids(block_ro
   assert 7 * 64 + 10 in np.asarray(idx)[0]
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_threshold_halves_keep_ids_out_of_keys_whose_low_bits_are_set(k):
+  """Float32 scores whose keys' low bits are all zeros or all ones: 1.0 and the float32 just
+  127 ulps above it differ only in the 7 bits that would carry their ids at S = 128. The
+  ids must stay out of those keys, or the lower id ranks first and the pruned grid loses
+  the larger score's second pair (an early form took all-ones bits for free too). The rest
+  are bf16 values, to keep every other key's low bits zero."""
+  sub_keys = 128
+  rng = np.random.default_rng(k)
+  scores = -2.0 - np.round(rng.random(2 * sub_keys) * 8) / 4
+  scores[0] = 1.0
+  scores[1] = np.uint32(0x3F80007F).view(np.float32)  # 1.0 + 127 ulps
+  scores[[sub_keys, sub_keys + 1]] = 1.0
+  scores = jnp.asarray(scores[None], jnp.float32)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=k,
+                                          config=THRESHOLD._replace(block_rows=1)))(scores)
+  assert_matches_brute_force(idx, logits, scores, k)
+  assert sub_keys + 1 in np.asarray(idx)[0]
+
+
 def test_threshold_cuts_choose_the_k_best_whether_or_not_the_counts_stop_early():
   """`_thresholds` (plain jnp, outside a kernel), its rows as one program's: random rows
   alone, whose counts stop before the last bit with a cut below the k-th key; then beside
