@@ -880,8 +880,12 @@ def _thresholds(entry_sets, k: int):
     return (i < 31) & functools.reduce(jnp.logical_or,
                                        (_any_row(count != k) for count in counts))
 
-  signs = tuple(jnp.where(at_least(entries, 0) >= k, 0, _TAKEN) for entries in entry_sets)
-  counts = tuple(at_least(entries, t) for entries, t in zip(entry_sets, signs))
+  nonnegative = tuple(at_least(entries, 0) for entries in entry_sets)
+  signs = tuple(jnp.where(count >= k, 0, _TAKEN) for count in nonnegative)
+  # Each set's count at its sign cut, without counting again: at 0 it is `nonnegative`; at
+  # _TAKEN every lane of every part is >= it (padding too).
+  counts = tuple(jnp.where(count >= k, count, sum(keys.shape[1] for keys in entries.keys))
+                 for entries, count in zip(entry_sets, nonnegative))
   _, key_cuts, _ = lax.while_loop(more_bits, key_bit, (jnp.int32(0), signs, counts))
   # How many of the entries at key_cut the k best take (at least one), and whether fewer
   # than all of them.
