@@ -57,8 +57,8 @@ tail could then take the higher slot first among sums tied by rounding.)
 `half_select="threshold"` (step 1) and `final_select="threshold"` (step 3) choose without
 rounds (`_thresholds`, `_store_ranked`): the k-th largest key is built bit by bit, up to
 32 counts in registers with no reload between them (they stop once exactly k keys reach
-the cut); the chosen entries are packed by a
-running count and each is ranked by counting the chosen entries that beat it.
+the cut); the chosen entries are packed by a running count and each is ranked by counting
+the chosen entries that beat it.
 
 Scores are compared as order-preserving int32 keys (`ordered_key`), so a taken entry is
 simply the smallest int32, below every score (-inf included). A round's pick is the
@@ -179,12 +179,12 @@ TWO_ROWS_MIN_K = 64
 # Up to this many rows the threshold selections on one row per program whatever S and k: so
 # few programs run that the time is one program's chain of dependent steps, and of four
 # one-row tilings the threshold form was the fastest, or within 2 us of it, at every timed
-# shape. On an H100 at 8 rows, float32, back to back,
-# fwd ms, two processes (WORKSPACE.md, issue 12, session 58): S = 512, k = 64: 0.034 / 0.033
-# against the groups' 0.045 / 0.046 and the XLA path's 0.052 / 0.038; S = 1,024, k = 64:
-# 0.039 / 0.040 against 0.058 / 0.058 and 0.037 / 0.037; at k = 32 within 1 us of the
-# groups. Timed at 8 rows only: up to 128 each program still has a multiprocessor of its
-# own (132 on the H100 and H200), so the chain stays the time (reasoned, not timed).
+# shape. On an H100 at 8 rows, float32, back to back, fwd ms, two processes (WORKSPACE.md,
+# issue 12, session 58): S = 512, k = 64: 0.034 / 0.033 against the groups' 0.045 / 0.046
+# and the XLA path's 0.052 / 0.038; S = 1,024, k = 64: 0.039 / 0.040 against 0.058 / 0.058
+# and 0.037 / 0.037; at k = 32 within 1 us of the groups. Timed at 8 rows only: up to 128
+# each program still has a multiprocessor of its own (132 on the H100 and H200), so the
+# chain stays the time (reasoned, not timed).
 FEW_ROWS_MAX = 128
 
 
