@@ -10,8 +10,6 @@ family of this platform; see `sdm_jax.ops.dispatch`).
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 
@@ -22,17 +20,14 @@ from sdm_jax.ops import dispatch
 
 IMPLS = ("auto", "xla") + dispatch.PALLAS_IMPLS
 KERNELS = {"pallas_gpu": topk_pallas, "pallas_tpu": topk_pallas_tpu}
-# "auto" takes the kernel on GPU up to this k and from this many rows. On the H200 at
+# "auto" takes the kernel on GPU up to this k, at any number of rows. On the H200 at
 # 65,536 rows and S = 512 (WORKSPACE.md, issue 12) the kernel's grouped selection beats
 # the XLA path at k = 32 (forward 0.64 vs 3.61 ms) and k = 64 (2.06 vs 4.49 ms), and at
-# sdm_small's 32,768 rows, S = 128, k = 64 (0.95 vs 1.70 ms; S = 256: 0.94 vs 1.79). At decode's
-# 1-8 rows an earlier kernel made the SDM decode step slower inside a scan (0.23 vs 0.14
-# ms): latency-bound rounds, one row per program. The op alone at 8 rows with today's
-# few-rows tiling (`topk_pallas.FEW_ROWS_MAX`; H100, session 58) is ahead of XLA at S =
-# 512, k = 64, within 1 us at k = 32 and 2-3 us behind at S = 1,024, k = 64; the decode
-# step was not re-timed, so few rows stay on XLA.
+# sdm_small's 32,768 rows, S = 128, k = 64 (0.95 vs 1.70 ms; S = 256: 0.94 vs 1.79). At
+# decode's 1-8 rows the SDM decode step inside its scans (`bench_decode`, H100, session 61,
+# k = 64, two processes each) is faster with the kernel at S = 128 and 512 (43-57 against
+# 51-68 us a token) and level or faster at S = 1,024 (72-77 against 73-81 us).
 AUTO_KERNEL_MAX_K = 64
-AUTO_KERNEL_MIN_ROWS = 1024
 
 
 def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
@@ -43,8 +38,7 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
     scores: [..., 2S] float (not NaN); the first S entries score the first sub-key, the
       last S the second.
     k: how many slots to select, 1 <= k <= S * S.
-    impl: "auto" (the GPU kernel on GPU for k <= AUTO_KERNEL_MAX_K and at least
-      AUTO_KERNEL_MIN_ROWS rows, else the XLA path),
+    impl: "auto" (the GPU kernel on GPU for k <= AUTO_KERNEL_MAX_K, else the XLA path),
       "xla", "pallas" (the kernel family of this platform: TPU on a TPU, GPU elsewhere),
       "pallas_gpu" or "pallas_tpu" (that family; interpret mode off its platform).
 
@@ -76,9 +70,6 @@ def product_key_topk(scores: jax.Array, k: int, *, impl: str = "auto"
       return "float64 scores"
     if k > AUTO_KERNEL_MAX_K:
       return f"k > {AUTO_KERNEL_MAX_K}: the kernel was not timed faster"
-    if math.prod(scores.shape[:-1]) < AUTO_KERNEL_MIN_ROWS:
-      return (f"fewer than {AUTO_KERNEL_MIN_ROWS} rows (decode): the kernel was not timed "
-              "faster there")
     return None
 
   chosen = dispatch.resolve_impl(impl, IMPLS, xla="xla", pallas_unsupported=kernel_not_chosen)

@@ -80,7 +80,8 @@ def test_rejects_integer_scores():
 
 @pytest.mark.parametrize("k,rows,dtype,want", [
     (64, 1024, jnp.float32, "pallas"), (65, 1024, jnp.float32, "xla"),
-    (8, 1023, jnp.float32, "xla"), (8, 1024, jnp.float64, "xla")])
+    (8, 1, jnp.float32, "pallas"), (64, 8, jnp.bfloat16, "pallas"),
+    (8, 1024, jnp.float64, "xla")])
 def test_auto_on_gpu_takes_the_kernel_only_where_it_was_faster(monkeypatch, k, rows, dtype,
                                                                want):
   from pallas_kernels import platform
