@@ -45,7 +45,7 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
       tilings=["default", "block_rows=2;half_select=scan"], warmup=0, repeats=1)
   (shape,) = result["results"]  # k = 100 > S * S = 64 is skipped
   assert (shape["rows"], shape["sub_keys"], shape["k"]) == (3, 8, 4)
-  for key in ("xla_fwd_ms", "xla_fwd_back_to_back_ms", "xla_fwd_bwd_ms",
+  for key in ("xla_fwd_ms", "xla_fwd_back_to_back_ms", "xla_fwd_bwd_ms", "xla_fwd_scan_ms",
               "lax_top_k_2s_fwd_ms", "lax_top_k_2s_back_to_back_ms"):
     assert shape[key] > 0, key
   default, scan = shape["pallas_gpu"]
@@ -54,10 +54,19 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
   assert (scan["block_rows"], scan["half_select"]) == (2, "scan")
   for kernel in (default, scan):
     assert kernel["same_ids_as_xla"]
-    for key in ("fwd_ms", "fwd_back_to_back_ms", "fwd_bwd_ms", "speedup_over_lax_top_k",
-                "speedup_over_xla"):
+    for key in ("fwd_ms", "fwd_back_to_back_ms", "fwd_bwd_ms", "fwd_scan_ms",
+                "speedup_over_lax_top_k", "speedup_over_xla"):
       assert kernel[key] > 0, key
   assert shape["fastest_tiling"] in (default["tiling"], scan["tiling"])
+
+
+def test_topk_benchmark_times_scans_only_up_to_scan_max_rows(monkeypatch):
+  monkeypatch.setattr(topk_benchmarks, "SCAN_MAX_ROWS", 2)
+  monkeypatch.setattr(topk_benchmarks, "SCAN_STEPS", 3)
+  few, many = topk_benchmarks.benchmark(rows=[2, 3], sub_keys=[4], ks=[2], dtype="float32",
+                                        warmup=0, repeats=1)["results"]
+  assert few["xla_fwd_scan_ms"] > 0 and few["pallas_gpu"][0]["fwd_scan_ms"] > 0
+  assert "xla_fwd_scan_ms" not in many and "fwd_scan_ms" not in many["pallas_gpu"][0]
 
 
 def test_decode_attention_benchmark_times_xla_and_each_tiling():
