@@ -45,17 +45,18 @@ def test_every_phase2_kernel_lowers_to_one_module(backward_rows):
 
 
 def test_the_layer_lowers_as_on_a_gpu():
-  """Under the GPU's choices the layer runs phase 1's pair-weight kernels (forward twice,
-  QK and A; backward A's, a lane per write, then QK's) around phase 2's seven (the shared
-  table's copies first); at 32 rows the top-k stays in XLA."""
+  """Under the GPU's choices the layer runs the top-k kernel (at any number of rows; the
+  writes' and reads' selections share one module), then phase 1's pair-weight kernels
+  (forward twice, QK and A; backward A's, a lane per write, then QK's) around phase 2's
+  seven (the shared table's copies first)."""
   kernels = triton_ir.lowered_modules(kernel_programs.sdm_layer_program(
       batch=1, seq_len=32, model_dim=32, slots=256, writes=4, reads=4, chunk_size=16))
   names = [kernel.name for kernel in kernels]
-  assert names[:2] == ["pair_weights_fwd_kernel"] * 2
-  assert names[2:9] == ["batch_copies_kernel", "fwd_gather_kernel", "fwd_dense_kernel",
-                        "fwd_scatter_kernel", "bwd_gather_kernel", "bwd_dense_kernel",
-                        "bwd_union_kernel"]
-  assert names[9:] == ["pair_weights_own_writes_bwd_kernel", "pair_weights_bwd_kernel"]
+  assert names[:3] == ["product_key_topk_kernel"] + ["pair_weights_fwd_kernel"] * 2
+  assert names[3:10] == ["batch_copies_kernel", "fwd_gather_kernel", "fwd_dense_kernel",
+                         "fwd_scatter_kernel", "bwd_gather_kernel", "bwd_dense_kernel",
+                         "bwd_union_kernel"]
+  assert names[10:] == ["pair_weights_own_writes_bwd_kernel", "pair_weights_bwd_kernel"]
 
 
 def test_a_training_step_lowers_with_the_layers_kernels():
