@@ -34,14 +34,6 @@ SCAN_STEPS = 64
 SCAN_MAX_ROWS = 1024
 
 
-def _scan_ms(fn, scores_by_step, warmup, repeats) -> float:
-  """ms per call of `fn` over each step's scores [SCAN_STEPS, rows, 2S] in one `lax.scan`,
-  the scans issued back to back."""
-  scanned = jax.jit(lambda xs: lax.scan(lambda carry, s: (carry, fn(s)), None, xs)[1])
-  times = timing.time_call(lambda: scanned(scores_by_step), warmup=warmup, repeats=repeats)
-  return times["back_to_back_ms"] / SCAN_STEPS
-
-
 def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
                     tilings: Sequence[str] = ("default",), warmup: int = 2,
                     repeats: int = 10) -> dict[str, Any]:
@@ -53,11 +45,13 @@ def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
   scores = jax.random.normal(jax.random.PRNGKey(rows + sub_keys + k),
                              (rows, 2 * sub_keys), jnp.dtype(dtype))
   cotangent = jax.random.normal(jax.random.PRNGKey(1), (rows, k), jnp.float32)
-  scores_by_step = (jax.random.normal(jax.random.PRNGKey(2), (SCAN_STEPS, rows, 2 * sub_keys),
-                                      jnp.dtype(dtype)) if rows <= SCAN_MAX_ROWS else None)
+  scanned = rows <= SCAN_MAX_ROWS
+  scores_by_step = jax.random.normal(jax.random.PRNGKey(2), (SCAN_STEPS, rows, 2 * sub_keys),
+                                     jnp.dtype(dtype)) if scanned else None
 
-  def scan_ms(topk):  # None above SCAN_MAX_ROWS rows
-    return None if scores_by_step is None else _scan_ms(topk, scores_by_step, warmup, repeats)
+  def scan_ms(topk):  # per call: each step's scores in one scan, the scans back to back
+    steps = lambda xs: lax.scan(lambda carry, s: (carry, topk(s)), None, xs)[1]  # noqa: E731
+    return _time(steps, (scores_by_step,), warmup, repeats)[1] / SCAN_STEPS
 
   def fwd_and_fwd_bwd(topk):  # (fwd ms, fwd back to back, fwd+bwd ms)
     loss = lambda s: jnp.sum(topk(s)[1].astype(jnp.float32) * cotangent)  # noqa: E731
@@ -67,7 +61,7 @@ def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
   xla = functools.partial(product_key_topk, k=k, impl="xla")
   xla_fwd_ms, xla_back_to_back_ms, xla_fwd_bwd_ms = fwd_and_fwd_bwd(xla)
   lax_ms, lax_back_to_back_ms = _time(lambda s: lax.top_k(s, k), (scores,), warmup, repeats)
-  xla_scan_ms = scan_ms(xla)
+  xla_scan_ms = scan_ms(xla) if scanned else None
   xla_idx = jax.jit(xla)(scores)[0]
   kernels = []
   for spec in tilings:
@@ -80,7 +74,7 @@ def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
                     "speedup_over_xla": xla_fwd_ms / fwd_ms,
                     "same_ids_as_xla": bool(jnp.array_equal(jax.jit(kernel)(scores)[0],
                                                             xla_idx))})
-    if xla_scan_ms is not None:
+    if scanned:
       kernels[-1]["fwd_scan_ms"] = scan_ms(kernel)
   correct = [kernel for kernel in kernels if kernel["same_ids_as_xla"]]
   result = {"rows": rows, "sub_keys": sub_keys, "k": k, "dtype": jnp.dtype(dtype).name,
@@ -89,7 +83,7 @@ def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
             "lax_top_k_2s_back_to_back_ms": lax_back_to_back_ms, "pallas_gpu": kernels,
             "fastest_tiling": min(correct, key=lambda kernel: kernel["fwd_ms"])["tiling"]
             if correct else None}
-  if xla_scan_ms is not None:
+  if scanned:
     result["xla_fwd_scan_ms"] = xla_scan_ms
   return result
 
