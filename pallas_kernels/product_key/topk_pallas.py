@@ -403,7 +403,8 @@ class _Groups(NamedTuple):
     keys = self.keys_at(self.rows, cols)
     # Entries of the group after the pick in (key desc, index asc) order are untaken:
     # every earlier one was taken in an earlier round.
-    keys = jnp.where(_beats(state.top, state.pick_col, keys, cols), keys, _TAKEN)
+    after = (cols > state.pick_col).astype(jnp.int32)
+    keys = jnp.where(keys - after < state.top, keys, _TAKEN)
     new_best = jnp.max(keys, axis=1, keepdims=True)
     new_col = group * self.size + _first_max_lane(keys, self.pick)[:, None]
     won = self._group_lanes() == group
