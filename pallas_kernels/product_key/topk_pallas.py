@@ -176,16 +176,16 @@ THRESHOLD_MAX_SUB_KEYS_PER_K = 4
 # S = 1,024, k = 64: 1.016 / 0.979 and 1.014 / 0.981. At k = 32, 2 rows were the slower
 # (S = 512: 0.436 against 0.411, session 35). Untimed between 32 and 64, and above 64.
 TWO_ROWS_MIN_K = 64
-# Up to this many rows the threshold selections on one row per program whatever S and k: so
-# few programs run that the time is one program's chain of dependent steps, and of four
-# one-row tilings the threshold form was the fastest, or within 2 us of it, at every timed
-# shape. On an H100 at 8 rows, float32, back to back, fwd ms, two processes (WORKSPACE.md,
-# issue 12, session 58): S = 512, k = 64: 0.034 / 0.033 against the groups' 0.045 / 0.046
-# and the XLA path's 0.052 / 0.038; S = 1,024, k = 64: 0.039 / 0.040 against 0.058 / 0.058
-# and 0.037 / 0.037; at k = 32 within 1 us of the groups. Timed at 8 rows only: up to 128
-# each program still has a multiprocessor of its own (132 on the H100 and H200), so the
-# chain stays the time (reasoned, not timed).
-FEW_ROWS_MAX = 128
+# Up to this many rows the threshold selections on one row per program whatever S and k:
+# with few rows the time is one program's chain of dependent steps, and the threshold form's
+# chain is the shortest; with many, the groups' 4 (or 2) rows a program do less work per row.
+# On an H100, float32, fwd us, one process per (S, k) (WORKSPACE.md, issue 12, session 62):
+# inside scans at 256-1,024 rows, S = 512 and 1,024, k = 32 and 64, the threshold form took
+# 17.9-45.1 against the groups' 34.9-81.8 (and the XLA path's 36.7-147.2) at all twelve
+# shapes; back to back at 2,048 rows it was ahead or level at all four (S = 512, k = 64:
+# 47.7 against 77.0; S = 1,024, k = 32: 52.0 against 53.7), at 4,096 behind at k = 32 (S =
+# 512: 61.4 against 49.4) and level at k = 64. Session 58 had set 128 from 8 rows alone.
+FEW_ROWS_MAX = 2048
 
 
 def default_config(sub_keys: int, k: int, rows: int | None = None) -> KernelConfig:
