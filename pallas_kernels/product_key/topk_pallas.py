@@ -407,10 +407,10 @@ class _Groups(NamedTuple):
     # Entries of the group after the pick in (key desc, index asc) order are untaken:
     # every earlier one was taken in an earlier round. That is key < top, or key == top
     # and col > pick: key - [col > pick] < top, one subtraction and one compare where
-    # `_beats` takes four operations (a taken key, int32's minimum, wraps to the maximum
-    # and stays taken). XLA's build at S = 512, k = 32: 4 ALU instructions fewer per round
-    # of the two halves (135 -> 131); on an H100, 1.4% faster (WORKSPACE.md, issue 12,
-    # session 62).
+    # `_beats` takes four operations (a padding key, `_TAKEN`, may wrap to int32's
+    # maximum; either way the where keeps it `_TAKEN`). XLA's build at S = 512, k = 32:
+    # 4 ALU instructions fewer per round of the two halves (135 -> 131); on an H100, 1.4%
+    # faster (WORKSPACE.md, issue 12, session 62).
     after = (cols > state.pick_col).astype(jnp.int32)
     keys = jnp.where(keys - after < state.top, keys, _TAKEN)
     new_best = jnp.max(keys, axis=1, keepdims=True)
