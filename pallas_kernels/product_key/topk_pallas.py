@@ -124,10 +124,10 @@ class KernelConfig(NamedTuple):
   forward; one row per program with whole-half scans, the previous default, 1.17 ms;
   WORKSPACE.md, issue 12), with `pick="argmax"` since session 35: back to back it was 0-4%
   faster than "max_min" at every shape where the groups tournament was the default (S =
-  1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626; on an H100 with today's kernel,
-  session 62, 0.374 / 0.376 against 0.379 / 0.382 at S = 512, k = 32, though XLA builds
-  "max_min"'s half rounds in 14 instructions fewer, and 0.844 / 0.843 against 0.834 /
-  0.834 at k = 64), lazy tails since session 36
+  1,024, k = 32: 0.605 / 0.604 ms against 0.627 / 0.626; session 62, on an H100: argmax
+  0.374 / 0.376 against 0.379 / 0.382 at S = 512, k = 32, though XLA builds "max_min"'s
+  half rounds with 14 instructions fewer, but 0.844 / 0.843 against 0.834 / 0.834 at k =
+  64), lazy tails since session 36
   (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k or the
   rows are few (`FEW_ROWS_MAX`) `default_config` takes threshold selections, and 2 rows per
   program from k = 64 on (`TWO_ROWS_MIN_K`).
@@ -187,7 +187,8 @@ TWO_ROWS_MIN_K = 64
 # 17.9-45.1 against the groups' 34.9-81.8 (and the XLA path's 36.7-147.2) at all twelve
 # shapes; back to back at 2,048 rows it was ahead or level at all four (S = 512, k = 64:
 # 47.7 against 77.0; S = 1,024, k = 32: 52.0 against 53.7), at 4,096 behind at k = 32 (S =
-# 512: 61.4 against 49.4) and level at k = 64. Session 58 had set 128 from 8 rows alone.
+# 512: 61.4 against 49.4) and level at k = 64. Sessions 58-59 had set 128, timed at 8 and
+# 128 rows.
 FEW_ROWS_MAX = 2048
 
 
