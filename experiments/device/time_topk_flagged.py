@@ -3,9 +3,11 @@ float32 keys in every program: a first half that swamps the second (1e4 x normal
 1e-3 x normal). There the tournament's `_exact_order_missed` flags every program and each
 runs `_exact_frontier` after its selection, its worst case; the frontier compares its
 heads exactly (since session 42; in sessions 41-42 it took the same fallback, before
-session 41 `_TieWatch` sent it to the tournament). Both, on these rows and on normal rows.
+session 41 `_TieWatch` sent it to the tournament); with `exact_pass=relaunch` every program
+is selected again by a second launch. Each tiling, on these rows and on normal rows.
 
-  python -m experiments.device.time_topk_flagged --rows=65536 --sub_keys=512 --k=32
+  python -m experiments.device.time_topk_flagged --rows=65536 --sub_keys=512 --k=32 \
+      --tilings="default,final_select=tournament,exact_pass=relaunch"
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ import jax.numpy as jnp
 
 from pallas_kernels.product_key import topk_pallas
 from pallas_kernels.product_key import topk_xla
+from sdm_jax.evaluation import tiling
 from sdm_jax.evaluation import timing
 
 _ROWS = flags.DEFINE_integer("rows", 65536, "Rows of scores.")
 _SUB_KEYS = flags.DEFINE_integer("sub_keys", 512, "S, scores per half.")
 _K = flags.DEFINE_integer("k", 32, "Slots per row.")
 _REPEATS = flags.DEFINE_integer("repeats", 30, "Timed calls.")
+_TILINGS = flags.DEFINE_list("tilings", ["default", "final_select=tournament"],
+                             "Kernel configs: 'default' or 'field=value;...' over KernelConfig.")
 
 
 def main(argv):
@@ -37,14 +42,14 @@ def main(argv):
   results = []
   for name, scores in inputs.items():
     want = jax.jit(functools.partial(topk_xla.product_key_topk, k=k))(scores)[0]
-    for final_select in ("frontier", "tournament"):
-      config = topk_pallas.default_config(sub_keys, k)._replace(final_select=final_select)
+    for spec in _TILINGS.value:
+      config = tiling.parse_tiling(spec, topk_pallas.default_config(sub_keys, k, rows))
       topk = jax.jit(functools.partial(topk_pallas.product_key_topk, k=k, config=config))
       times = timing.time_call(lambda: topk(scores), warmup=2, repeats=_REPEATS.value)
-      results.append({"scores": name, "final_select": final_select,
+      results.append({"scores": name, "tiling": spec,
                       "fwd_back_to_back_ms": times["back_to_back_ms"],
                       "same_ids_as_xla": bool(jnp.array_equal(topk(scores)[0], want))})
-      print(f"{name:8s} {final_select:10s} {times['back_to_back_ms']:.3f} ms "
+      print(f"{name:8s} {spec:30s} {times['back_to_back_ms']:.3f} ms "
             f"same ids: {results[-1]['same_ids_as_xla']}")
   print(json.dumps({"rows": rows, "sub_keys": sub_keys, "k": k, "results": results}))
 
