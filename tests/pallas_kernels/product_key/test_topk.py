@@ -46,6 +46,8 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(final_select="tournament"),
     topk_pallas.KernelConfig(exact_order=False),
     topk_pallas.KernelConfig(exact_pass="relaunch"),
+    topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1,
+                             exact_pass="relaunch"),
 ]
 
 
