@@ -246,6 +246,11 @@ def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
   return per_half
 
 
+def _has_tails(config: KernelConfig, ranked: int, per_half: int) -> bool:
+  """Whether the halves' ranks from `ranked` on enter the final rounds as lazy tails."""
+  return config.half_select == "groups" and ranked < per_half
+
+
 def ordered_key(x: jax.Array) -> jax.Array:
   """float32 -> int32 with the same order (-0.0 and +0.0 one key); not for NaN.
 
@@ -1312,7 +1317,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                  pick=config.pick)
   loaded_picks = picks_of_parts()
 
-  if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
+  if _has_tails(config, ranked, per_half):  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
   exact_frontier = _exact_frontier_form(config)
@@ -1467,10 +1472,10 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   )(rows, jnp.asarray(ranks))
   work = dict(zip(memory, work))
   if "missed" in work:
-    lazy = config.half_select == "groups" and ranked < per_half  # as `_kernel`'s tails
     idx, logits = _relaunch_flagged(rows, work["missed"], work["picks"], idx, logits,
-                                    sub_keys=sub_keys, k=k, ranked=ranked, lazy=lazy,
-                                    config=config, interpret=interpret)
+                                    sub_keys=sub_keys, k=k, ranked=ranked,
+                                    lazy=_has_tails(config, ranked, per_half), config=config,
+                                    interpret=interpret)
   return idx.reshape(*lead, k), logits.reshape(*lead, k)
 
 
