@@ -280,6 +280,13 @@ class _Rows(NamedTuple):
   load: jax.Array
   store: jax.Array
 
+  @staticmethod
+  def of_program(program, block_rows: int, num_rows: int) -> "_Rows":
+    """The rows of program `program` (a scalar) of `block_rows` rows each."""
+    row = program * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
+    return _Rows(load=jnp.minimum(row, num_rows - 1),
+                 store=jnp.where(row < num_rows, row, num_rows))
+
 
 def _load_scores(scores_ref, rows: _Rows, cols, width: int | None):
   """float32 scores at columns `cols` (broadcast against the rows); -inf past `width`
@@ -1284,10 +1291,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   ranked: the ranks per half selected in order (< per_half: the rest as `_Tail`s)."""
   work = dict(zip(work_names, work_refs))
   picks_ref = work["picks"]
-  block_rows = config.block_rows
-  row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
-  live = row < num_rows
-  rows = _Rows(load=jnp.minimum(row, num_rows - 1), store=jnp.where(live, row, num_rows))
+  rows = _Rows.of_program(pl.program_id(0), config.block_rows, num_rows)
   starts = np.cumsum((0,) + parts[:-1])
   first_rank, second_rank = (
       tuple(ranks_ref[half, pl.ds(int(start), size)][None, :]
@@ -1401,10 +1405,7 @@ def _relaunch_kernel(scores_ref, missed_ref, picks_ref, idx_in_ref, logits_in_re
 
   def select_again(flags):
     at = jnp.argmax(flags).astype(jnp.int32)
-    row = ((first + at) * block_rows
-           + jnp.arange(block_rows, dtype=jnp.int32)[:, None])          # [R, 1]
-    rows = _Rows(load=jnp.minimum(row, num_rows - 1),
-                 store=jnp.where(row < num_rows, row, num_rows))
+    rows = _Rows.of_program(first + at, block_rows, num_rows)
     _exact_frontier(scores_ref, rows, logs, idx_ref, k, sub_keys, ranked, lazy, interpret)
     _store_logits(scores_ref, rows, idx_ref, logits_ref, k, sub_keys)
     return jnp.where(lane == at, 0, flags)

@@ -307,7 +307,8 @@ def test_the_exact_order_check_fires_and_is_needed(config, monkeypatch):
   """With `_exact_frontier` replaced by nothing, the kernel differs from the twin in some
   `swamped_scores` rows (S = 16, k = 8): the check that runs it fires there, and the
   selection by (key, slot) alone would miss the exact order. (The tournament and the
-  threshold selections; the frontier has no check, see the next test.)"""
+  threshold selections, and with `exact_pass="relaunch"` the frontier and the tournament,
+  whose second launch runs it; the default frontier has no check, see the next tests.)"""
   scores = swamped_scores(4, 16, 256)
   want_idx, _ = topk_xla.product_key_topk(scores, 8)
   monkeypatch.setattr(topk_pallas, "_exact_frontier", lambda *args: None)
