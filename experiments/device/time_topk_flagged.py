@@ -3,11 +3,11 @@ float32 keys in every program: a first half that swamps the second (1e4 x normal
 1e-3 x normal). There the tournament's `_exact_order_missed` flags every program and each
 runs `_exact_frontier` after its selection, its worst case; the frontier compares its
 heads exactly (since session 42; in sessions 41-42 it took the same fallback, before
-session 41 `_TieWatch` sent it to the tournament); with `exact_pass=relaunch` every program
-is selected again by a second launch. Each tiling, on these rows and on normal rows.
+session 41 `_TieWatch` sent it to the tournament). Each tiling, on these rows and on
+normal rows.
 
   python -m experiments.device.time_topk_flagged --rows=65536 --sub_keys=512 --k=32 \
-      --tilings="default,final_select=tournament,exact_pass=relaunch"
+      --tilings="default,final_select=tournament"
 """
 
 from __future__ import annotations

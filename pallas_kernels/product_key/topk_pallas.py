@@ -43,12 +43,6 @@ along the row axis for all of them at once):
    Of 65,536 random normal rows there, 74 have two equal logits in a row and 7 an order
    other than (key, slot)'s. `KernelConfig.exact_order=False` compares by (key, slot) with
    no check: ids may then differ from the twin's where sums tie by rounding.
-   `KernelConfig.exact_pass="relaunch"` keeps both the exact comparison and the fallback
-   out of the kernel: every final selection compares by (key, slot) and runs the check,
-   each program stores whether it fired, and a second launch of at most
-   `_RELAUNCH_MAX_PROGRAMS` programs runs `_exact_frontier` for the flagged ones
-   (`_relaunch_flagged`); the kernel then has `exact_order=False`'s registers (96 in XLA's
-   build at S = 512, k = 32, against the exact frontier's 121).
 
 With `lazy_tail` (the default; "groups" halves, tournament or frontier), step 1 ranks only
 the first k // 2 entries of each half: a rank i >= k // 2 pairs only with rank 0 of the
@@ -121,7 +115,6 @@ HALF_SELECTS = ("scan", "groups", "threshold")
 FINAL_SELECTS = ("tournament", "frontier", "threshold")
 _LAZY_FINAL_SELECTS = ("tournament", "frontier")  # the final selections that take tails
 PICKS = ("max_min", "argmax")
-EXACT_PASSES = ("in_kernel", "relaunch")
 
 
 class KernelConfig(NamedTuple):
@@ -167,15 +160,11 @@ class KernelConfig(NamedTuple):
   # should, so ids can differ from the XLA twin's there (7 of 65,536 random normal rows at
   # S = 512, k = 32); the logits are the same. On the H200 at 65,536 rows, S = 512, k = 32,
   # float32, back to back (WORKSPACE.md, issue 12, session 42): True 0.362-0.366 ms, False
-  # 0.327, session 41's check and fallback 0.365-0.376.
+  # 0.327, session 41's check and fallback 0.365-0.376. Session 63 (same shape, H200):
+  # True 0.356 / 0.369, False 0.318 / 0.318; comparing by (key, slot) with the check and a
+  # second launch selecting again the flagged programs (branch `exact-pass-relaunch`)
+  # 0.432 / 0.432, though XLA built its kernel in 96 registers against 121.
   exact_order: bool = True
-  # Where the exact order is made (with `exact_order`): "in_kernel": the frontier compares
-  # its heads exactly in its rounds, the other final selections check their picks and
-  # select again in the same launch where they may miss it; "relaunch": every final
-  # selection compares by (key, slot) and checks (`_exact_order_missed`), and a second,
-  # small launch selects again the programs the check flagged (`_relaunch_flagged`), so
-  # the main kernel holds neither the exact comparison nor the fallback's code.
-  exact_pass: str = "in_kernel"
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -230,9 +219,6 @@ def check_config(config: KernelConfig) -> None:
                      f"{config.final_select!r}")
   if config.pick not in PICKS:
     raise ValueError(f"KernelConfig.pick must be one of {PICKS}, got {config.pick!r}")
-  if config.exact_pass not in EXACT_PASSES:
-    raise ValueError(f"KernelConfig.exact_pass must be one of {EXACT_PASSES}, got "
-                     f"{config.exact_pass!r}")
 
 
 def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
@@ -244,11 +230,6 @@ def ranked_per_half(k: int, per_half: int, config: KernelConfig) -> int:
   if lazy and k >= 2:
     return min(per_half, k // 2)
   return per_half
-
-
-def _has_tails(config: KernelConfig, ranked: int, per_half: int) -> bool:
-  """Whether the halves' ranks from `ranked` on enter the final rounds as lazy tails."""
-  return config.half_select == "groups" and ranked < per_half
 
 
 def ordered_key(x: jax.Array) -> jax.Array:
@@ -279,13 +260,6 @@ class _Rows(NamedTuple):
   `store` [R, 1] (past the last row for rows that are not there: masked and dropped)."""
   load: jax.Array
   store: jax.Array
-
-  @staticmethod
-  def of_program(program, block_rows: int, num_rows: int) -> "_Rows":
-    """The rows of program `program` (a scalar) of `block_rows` rows each."""
-    row = program * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
-    return _Rows(load=jnp.minimum(row, num_rows - 1),
-                 store=jnp.where(row < num_rows, row, num_rows))
 
 
 def _load_scores(scores_ref, rows: _Rows, cols, width: int | None):
@@ -775,8 +749,7 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
 
 def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
-                     tails: tuple = (), exact: bool = True,
-                     check: bool = False) -> _Picked | None:
+                     tails: tuple = (), exact: bool = True) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
   part, as for `_select`, at lanes from `starts`) come in
   `frontier_layout`'s order:
@@ -798,9 +771,7 @@ def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref,
   field): heads are compared in the exact order, among equal keys the largest residual
   first (one more reduction and one more load per round), so the k picks are the exact
   order's by construction, with no check and no fallback (module docstring, step 4).
-  False: by (key, slot) (`KernelConfig.exact_order=False`, or `exact_pass="relaunch"`).
-  check (with exact False): returns the heads after the rounds and whether two picks in a
-  row had equal keys, for `_exact_order_missed`; else None."""
+  False: by (key, slot) (`KernelConfig.exact_order=False`)."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
@@ -825,7 +796,7 @@ def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref,
     return key, ident, residual
 
   def round_(r, carry):
-    head_key, head_id, head_residual, head_next, tail_carry, tail_head, runs = carry
+    head_key, head_id, head_residual, head_next, tail_carry, tail_head = carry
     if exact:  # among equal keys the larger exact sum (packed ids keep the slots' order)
       top, top_residual, pick = _best_exactly(head_key, head_residual, head_id)  # [R, 1]
     else:
@@ -839,14 +810,11 @@ def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref,
       pick_slot = pick
       successor = jnp.min(jnp.where(head_id == pick, head_next, stopper), axis=1,
                           keepdims=True)
-    taken_slot, taken_key = pick_slot, top
+    taken_slot = pick_slot
     if tails:
       took_tail, taken_slot = _against_tails(tail_head, top, pick_slot, top_residual)
-      taken_key = jnp.where(took_tail, tail_head[0], top)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
-    if check:
-      runs = runs.after(taken_key)
     new_key, new_id, new_residual = load(successor)                    # [R, 1]
     # Ids of heads not at the stopper are distinct; the stopper's (_NO_ID) is picked only
     # when every head is at it, and then a tail is taken.
@@ -859,24 +827,16 @@ def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref,
     if exact:
       head_residual = jnp.where(won, new_residual, head_residual)
     return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id),
-            head_residual, head_next, tail_carry, tail_head, runs)
+            head_residual, head_next, tail_carry, tail_head)
 
   first = ranks_ref[3, pl.ds(0, lanes)][None, :]                      # [1, L]
   head_key, head_id, head_residual = load(jnp.broadcast_to(first, (rows.load.shape[0],
                                                                    lanes)))
   head_residual = () if head_residual is None else head_residual
   head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
-  check = check and not exact
-  head_key, head_id, *_, tail_carry, _, runs = lax.fori_loop(
-      0, k, round_, (head_key, head_id, head_residual, head_next, *_start_tails(tails),
-                     _Runs.start(rows) if check else ()))
+  lax.fori_loop(0, k, round_, (head_key, head_id, head_residual, head_next,
+                               *_start_tails(tails)))
   platform.triton_barrier(interpret)
-  if not check:
-    return None
-  # A lane's head is the best untaken entry of its lane in the exact order.
-  head_slot = (jnp.where(head_id == _NO_ID, _NO_ID, jnp.right_shift(head_id, next_bits))
-               if packed else head_id)
-  return _Picked(((head_key, head_slot),) + _tail_heads(tail_carry), runs.seen)
 
 
 class _Entries(NamedTuple):
@@ -1174,8 +1134,7 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   slower on the H200). Even this form cost session 41's frontier about 8% at S = 512, k =
   32 by its presence and 4% more by running in the few programs that needed it, so the
   frontier now compares exactly instead and holds none (WORKSPACE.md, issue 12, session
-  42): the tournament and the threshold selections use it, and `exact_pass="relaunch"`
-  runs it in a second launch."""
+  42): the tournament and the threshold selections use it."""
   live = rows.store < idx_ref.shape[0]
   lane = jnp.arange(next_power_of_two(ranked), dtype=jnp.int32)[None, :]   # [1, L]
   lengths = jnp.where(lane < ranked, jnp.minimum(k // (lane + 1), ranked), 0)
@@ -1258,8 +1217,7 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
 def _exact_frontier_form(config: KernelConfig) -> bool:
   """Whether the final selection compares its heads in the exact order (the frontier with
   `exact_order`): its candidates then carry their residuals as a third field."""
-  return (config.exact_order and config.final_select == "frontier"
-          and config.exact_pass == "in_kernel")
+  return config.exact_order and config.final_select == "frontier"
 
 
 def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
@@ -1268,11 +1226,8 @@ def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...]
   it is outputs): picks [rows, 2, K'] int32, the halves' picks by rank (`_PickLog`);
   "tournament": candidates [rows, 2, sum(parts)] int32 (`_select`); "threshold" (either
   step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
-  final selection reusing set 0); `exact_pass="relaunch"`: missed [programs] int32, 1
-  where the program's check fired (`_relaunch_flagged`)."""
+  final selection reusing set 0)."""
   memory = {"picks": (num_rows, 2, next_power_of_two(per_half))}
-  if config.exact_order and config.exact_pass == "relaunch":
-    memory["missed"] = (pl.cdiv(num_rows, config.block_rows),)
   if config.final_select in ("tournament", "frontier"):
     # keys, slots (and the exact frontier's residuals)
     memory["candidates"] = (num_rows, 3 if _exact_frontier_form(config) else 2, sum(parts))
@@ -1291,7 +1246,10 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   ranked: the ranks per half selected in order (< per_half: the rest as `_Tail`s)."""
   work = dict(zip(work_names, work_refs))
   picks_ref = work["picks"]
-  rows = _Rows.of_program(pl.program_id(0), config.block_rows, num_rows)
+  block_rows = config.block_rows
+  row = pl.program_id(0) * block_rows + jnp.arange(block_rows, dtype=jnp.int32)[:, None]
+  live = row < num_rows
+  rows = _Rows(load=jnp.minimum(row, num_rows - 1), store=jnp.where(live, row, num_rows))
   starts = np.cumsum((0,) + parts[:-1])
   first_rank, second_rank = (
       tuple(ranks_ref[half, pl.ds(int(start), size)][None, :]
@@ -1321,7 +1279,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                  pick=config.pick)
   loaded_picks = picks_of_parts()
 
-  if _has_tails(config, ranked, per_half):  # the later ranks as lazy tails
+  if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
   exact_frontier = _exact_frontier_form(config)
@@ -1345,94 +1303,28 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     keys, slots, _ = zip(*formed)
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
-  elif config.final_select == "frontier":  # exact by construction, checked, or neither
+  elif config.final_select == "frontier":  # exact by construction, or not at all
     picked = _select_frontier(formed, starts, rows, ranks_ref, work["candidates"], idx_ref,
                               k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), interpret, tails, exact_frontier,
-                              check=config.exact_order)
+                              next_power_of_two(ranked), interpret, tails, exact_frontier)
   else:
     picked = _select(formed, starts, rows, work["candidates"], idx_ref, k, sub_keys,
                      interpret, tails)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
-    missed = _exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys)
-    if config.exact_pass == "relaunch":
-      pltriton.store(work["missed"].at[pl.ds(pl.program_id(0), 1)],
-                     jnp.broadcast_to(missed.astype(jnp.int32), (1,)))
-    else:
-      lax.cond(missed, functools.partial(_exact_frontier, scores_ref, rows, logs, idx_ref, k,
-                                         sub_keys, ranked, bool(tails), interpret),
-               lambda: None)
-  _store_logits(scores_ref, rows, idx_ref, logits_ref, k, sub_keys)
-
-
-def _store_logits(scores_ref, rows: _Rows, idx_ref, logits_ref, k: int, sub_keys: int):
-  """logits_ref's rows: the sums of idx_ref's slots, from the same float32 values as the
-  selection's sums (-0.0 made +0.0, as in the twin)."""
+    lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),
+             functools.partial(_exact_frontier, scores_ref, rows, logs, idx_ref, k, sub_keys,
+                               ranked, bool(tails), interpret), lambda: None)
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
-  stored = (rows.store < idx_ref.shape[0]) & (out_lanes < k)
+  stored = live & (out_lanes < k)
   out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
   idx = pltriton.load(idx_ref.at[rows.load, jnp.minimum(out_lanes, k - 1)])
-  width = 2 * sub_keys
+  # The logits from the same float32 values as the sums (-0.0 made +0.0, as in the twin).
   logits = (_load_scores(scores_ref, rows, idx // sub_keys, width)
             + _load_scores(scores_ref, rows, sub_keys + idx % sub_keys, width))
   logits = jnp.where(logits == 0, jnp.float32(0), logits)
   pltriton.store(logits_ref.at[rows.store, out_at], logits.astype(logits_ref.dtype),
                  mask=stored)
-
-
-# The second launch of `exact_pass="relaunch"` runs at most this many programs, each
-# reading the flags of a run of the first launch's programs at once: one wave on an H100
-# or H200 (132 multiprocessors), where one program per flag took about 50 us at 16,384
-# programs (WORKSPACE.md, issue 12, session 39).
-_RELAUNCH_MAX_PROGRAMS = 1024
-
-
-def _relaunch_kernel(scores_ref, missed_ref, picks_ref, idx_in_ref, logits_in_ref, idx_ref,
-                     logits_ref, *, num_rows: int, block_rows: int, blocks: int, sub_keys: int,
-                     k: int, ranked: int, lazy: bool, interpret: bool):
-  """`_exact_frontier` for each of this program's `blocks` first-launch programs whose
-  check fired (missed_ref), then their logits; idx and logits are updated in place
-  (idx_in_ref, logits_in_ref are idx_ref, logits_ref)."""
-  del idx_in_ref, logits_in_ref
-  num_programs = missed_ref.shape[0]
-  lane = jnp.arange(blocks, dtype=jnp.int32)
-  first = pl.program_id(0) * blocks
-  inside = first + lane < num_programs
-  flags = pltriton.load(missed_ref.at[jnp.minimum(first + lane, num_programs - 1)],
-                        mask=inside, other=0)
-  logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
-
-  def select_again(flags):
-    at = jnp.argmax(flags).astype(jnp.int32)
-    rows = _Rows.of_program(first + at, block_rows, num_rows)
-    _exact_frontier(scores_ref, rows, logs, idx_ref, k, sub_keys, ranked, lazy, interpret)
-    _store_logits(scores_ref, rows, idx_ref, logits_ref, k, sub_keys)
-    return jnp.where(lane == at, 0, flags)
-
-  lax.while_loop(lambda flags: jnp.max(flags) > 0, select_again, flags)
-
-
-def _relaunch_flagged(rows, missed, picks, idx, logits, *, sub_keys: int, k: int,
-                      ranked: int, lazy: bool, config: KernelConfig, interpret: bool):
-  """idx and logits [rows, k] with the flagged programs' rows selected again in the exact
-  order (`exact_pass="relaunch"`): a launch of at most `_RELAUNCH_MAX_PROGRAMS` programs;
-  one where no flag is set loads its flags and returns."""
-  num_programs = missed.shape[0]
-  blocks = next_power_of_two(pl.cdiv(num_programs, _RELAUNCH_MAX_PROGRAMS))
-  kernel = functools.partial(_relaunch_kernel, num_rows=rows.shape[0],
-                             block_rows=config.block_rows, blocks=blocks, sub_keys=sub_keys,
-                             k=k, ranked=ranked, lazy=lazy, interpret=interpret)
-  return pl.pallas_call(
-      kernel,
-      name="product_key_topk_relaunch_kernel",
-      out_shape=[jax.ShapeDtypeStruct(idx.shape, idx.dtype),
-                 jax.ShapeDtypeStruct(logits.shape, logits.dtype)],
-      grid=(pl.cdiv(num_programs, blocks),),
-      input_output_aliases={3: 0, 4: 1},
-      interpret=interpret,
-      compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
-  )(rows, missed, picks, idx, logits)
 
 
 def _forward(scores, k: int, config: KernelConfig, interpret: bool):
@@ -1462,7 +1354,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
                              sub_keys=sub_keys, k=k, per_half=per_half, ranked=ranked,
                              parts=parts, config=config, interpret=interpret)
-  idx, logits, *work = pl.pallas_call(
+  idx, logits, *_ = pl.pallas_call(
       kernel,
       name="product_key_topk_kernel",  # names the kernel in profiles
       out_shape=[jax.ShapeDtypeStruct((num_rows, k), jnp.int32),
@@ -1471,12 +1363,6 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
   )(rows, jnp.asarray(ranks))
-  work = dict(zip(memory, work))
-  if "missed" in work:
-    idx, logits = _relaunch_flagged(rows, work["missed"], work["picks"], idx, logits,
-                                    sub_keys=sub_keys, k=k, ranked=ranked,
-                                    lazy=_has_tails(config, ranked, per_half), config=config,
-                                    interpret=interpret)
   return idx.reshape(*lead, k), logits.reshape(*lead, k)
 
 

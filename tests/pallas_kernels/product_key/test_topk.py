@@ -45,9 +45,6 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=2),
     topk_pallas.KernelConfig(final_select="tournament"),
     topk_pallas.KernelConfig(exact_order=False),
-    topk_pallas.KernelConfig(exact_pass="relaunch"),
-    topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=1,
-                             exact_pass="relaunch"),
 ]
 
 
@@ -180,8 +177,6 @@ CONFIGS = [
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
     topk_pallas.KernelConfig(exact_order=False, block_rows=2),
-    # the exact order made by a second launch (the frontier with lazy tails)
-    topk_pallas.KernelConfig(exact_pass="relaunch", block_rows=2),
 ]
 THRESHOLD = topk_pallas.KernelConfig(half_select="threshold", final_select="threshold")
 
@@ -280,10 +275,7 @@ SWAMPED_CONFIGS = [topk_pallas.KernelConfig(block_rows=2),
                    topk_pallas.KernelConfig(block_rows=2, lazy_tail=False),
                    topk_pallas.KernelConfig(block_rows=2, final_select="tournament"),
                    topk_pallas.KernelConfig(block_rows=2, half_select="threshold",
-                                            final_select="threshold"),
-                   topk_pallas.KernelConfig(block_rows=2, exact_pass="relaunch"),
-                   topk_pallas.KernelConfig(block_rows=2, final_select="tournament",
-                                            exact_pass="relaunch")]
+                                            final_select="threshold")]
 
 
 @pytest.mark.parametrize("config", SWAMPED_CONFIGS, ids=config_id)
@@ -307,30 +299,13 @@ def test_the_exact_order_check_fires_and_is_needed(config, monkeypatch):
   """With `_exact_frontier` replaced by nothing, the kernel differs from the twin in some
   `swamped_scores` rows (S = 16, k = 8): the check that runs it fires there, and the
   selection by (key, slot) alone would miss the exact order. (The tournament and the
-  threshold selections, and with `exact_pass="relaunch"` the frontier and the tournament,
-  whose second launch runs it; the default frontier has no check, see the next tests.)"""
+  threshold selections; the frontier has no check, see the next test.)"""
   scores = swamped_scores(4, 16, 256)
   want_idx, _ = topk_xla.product_key_topk(scores, 8)
   monkeypatch.setattr(topk_pallas, "_exact_frontier", lambda *args: None)
   jax.clear_caches()  # other tests traced the kernel with the real one
   without = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8, config=config))
   assert (np.asarray(without(scores)[0]) != np.asarray(want_idx)).any(axis=-1).sum() > 0
-  jax.clear_caches()
-
-
-def test_relaunch_programs_select_again_every_flagged_program_they_read(monkeypatch):
-  """`exact_pass="relaunch"` with at most 4 second-launch programs: each reads the flags of
-  32 first-launch programs (256 rows, 2 a program) and selects again each flagged one, so
-  every row equals the twin's on `swamped_scores`, where the check fires in many."""
-  monkeypatch.setattr(topk_pallas, "_RELAUNCH_MAX_PROGRAMS", 4)
-  jax.clear_caches()  # other tests traced the second launch with its own limit
-  scores = swamped_scores(6, 16, 256)
-  config = topk_pallas.KernelConfig(block_rows=2, exact_pass="relaunch")
-  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8,
-                                          config=config))(scores)
-  want_idx, want_logits = topk_xla.product_key_topk(scores, 8)
-  np.testing.assert_array_equal(np.asarray(idx), np.asarray(want_idx))
-  np.testing.assert_array_equal(np.asarray(logits), np.asarray(want_logits))
   jax.clear_caches()
 
 
@@ -517,15 +492,13 @@ def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
     return jnp.sum(logits.astype(jnp.float32)) + jnp.sum(idx)
 
   lowered = jax.jit(jax.value_and_grad(loss)).trace(scores).lower(lowering_platforms=("cuda",))
-  relaunch = config.exact_order and config.exact_pass == "relaunch"
-  assert lowered.as_text().count("__gpu$xla.gpu.triton") == (2 if relaunch else 1)
+  assert lowered.as_text().count("__gpu$xla.gpu.triton") == 1
 
 
 @pytest.mark.parametrize("field,value", [("block_rows", 3), ("num_warps", 0),
                                          ("num_warps", 64), ("group_size", 24),
                                          ("half_select", "sort"), ("pick", "argmin"),
-                                         ("final_select", "sort"),
-                                         ("exact_pass", "later")])
+                                         ("final_select", "sort")])
 def test_kernel_config_is_checked(field, value):
   with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
     topk_pallas.product_key_topk(jnp.ones((2, 8)), 2,
