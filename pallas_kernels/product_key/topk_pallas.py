@@ -565,14 +565,16 @@ class _Picked(NamedTuple):
 def _store_candidates(part_fields, starts, rows: _Rows, candidates_ref):
   """Stores each candidate part's fields [R, P] (part_fields(i): keys, slots, and for the
   exact frontier residuals' bits) at lanes starts[i] + 0..P-1 of row `field` of
-  candidates_ref [rows, F, T]: every part's fields formed, then stored field by field."""
+  candidates_ref [rows, F, T]. Each part is formed and stored before the next is formed,
+  so that only one part's fields and operands are live at once (forming every part first
+  took XLA's build of the default at S = 512, k = 32 to 118 registers, against 96)."""
   live = rows.store < candidates_ref.shape[0]
-  formed = [part_fields(part) for part in range(len(starts))]
-  for field in range(len(formed[0])):
-    for start, fields in zip(starts, formed):
-      lanes = int(start) + jnp.arange(fields[field].shape[1], dtype=jnp.int32)[None, :]
-      pltriton.store(candidates_ref.at[rows.store, field, lanes], fields[field],
-                     mask=jnp.broadcast_to(live, fields[field].shape))
+  for part, start in enumerate(starts):
+    fields = part_fields(part)
+    lanes = int(start) + jnp.arange(fields[0].shape[1], dtype=jnp.int32)[None, :]
+    for field, values in enumerate(fields):
+      pltriton.store(candidates_ref.at[rows.store, field, lanes], values,
+                     mask=jnp.broadcast_to(live, values.shape))
 
 
 def _against_tails(tail_head, top, pick_slot, top_residual=None):
@@ -611,10 +613,10 @@ def _pack_ids(slots, low, bits: int):
   return jnp.where(slots == _NO_ID, _NO_ID, jnp.left_shift(slots, bits) | low)
 
 
-def _select(candidates, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
+def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
             sub_keys: int, interpret: bool, tails: tuple = ()) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
-  (candidates[i]: keys [R, P], slots [R, P] and residuals, unused here, of part i;
+  (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
   stored to candidates_ref [rows, 2, T] for `_tournament`. Where slot and lane fit in 31
   bits together, a candidate's slot is stored as slot << lane_bits | lane, so the round's
@@ -625,7 +627,7 @@ def _select(candidates, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
   with_lane = _packs_into_ids(sub_keys, lane_bits)
 
   def fields(part):
-    keys, slots, _ = candidates[part]
+    keys, slots, _ = candidate_part(part)
     if with_lane:
       lanes = int(starts[part]) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :]
       slots = _pack_ids(slots, lanes, lane_bits)
@@ -747,11 +749,11 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
   return FrontierLayout(ranks, nexts, lane_starts)
 
 
-def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
+def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
                      tails: tuple = (), exact: bool = True) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
-  part, as for `_select`, at lanes from `starts`) come in
+  part from candidate_part, as for `_select`, at lanes from `starts`) come in
   `frontier_layout`'s order:
   ranks_ref[2] holds each one's successor in its lane and ranks_ref[3, :lanes] the lanes'
   first positions; `stopper` is the first position past them (a taken entry).
@@ -778,7 +780,7 @@ def _select_frontier(candidates, starts, rows: _Rows, ranks_ref, candidates_ref,
   packed = _packs_into_ids(sub_keys, next_bits)
 
   def fields(part):
-    keys, slots, residuals = candidates[part]
+    keys, slots, residuals = candidate_part(part)
     if packed:
       successors = ranks_ref[2, pl.ds(int(starts[part]), slots.shape[1])][None, :]  # [1, P]
       slots = _pack_ids(slots, successors, next_bits)
@@ -1259,12 +1261,6 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
   width = 2 * sub_keys
 
-  def picks_of_parts():  # per part, (first, second) [R, P]: its ranks' picks
-    by_half = []
-    for log, ranks in zip(logs, (first_rank, second_rank)):
-      platform.triton_barrier(interpret)  # the half's pick log, before its loads
-      by_half.append([_picks_by_rank(log, rows, ranks[part]) for part in range(len(parts))])
-    return list(zip(*by_half))
 
   tails = ()
   if config.half_select == "groups":
@@ -1277,7 +1273,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     for offset, log in zip((0, sub_keys), logs):
       _scan_half(scores_ref, rows, offset, log, sub_keys=sub_keys, rounds=per_half,
                  pick=config.pick)
-  loaded_picks = picks_of_parts()
+  platform.triton_barrier(interpret)  # the pick logs, before the candidates load them
 
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
@@ -1286,8 +1282,9 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
 
   def candidate_part(part):
     """(keys, slots, residuals or None) [R, P] of candidate part `part` (module docstring,
-    step 2)."""
-    first, second = loaded_picks[part]
+    step 2), its picks loaded from the logs."""
+    first, second = (_picks_by_rank(log, rows, ranks[part])
+                     for log, ranks in zip(logs, (first_rank, second_rank)))
     rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
     second_scores = _load_scores(scores_ref, rows, sub_keys + second, width)
@@ -1298,17 +1295,16 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                  if exact_frontier else None)
     return keys, slots, residuals
 
-  formed = [candidate_part(part) for part in range(len(parts))]
-  if config.final_select == "threshold":
-    keys, slots, _ = zip(*formed)
+  if config.final_select == "threshold":  # selects from every part at once
+    keys, slots, _ = zip(*(candidate_part(part) for part in range(len(parts))))
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
-    picked = _select_frontier(formed, starts, rows, ranks_ref, work["candidates"], idx_ref,
+    picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"], idx_ref,
                               k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
                               next_power_of_two(ranked), interpret, tails, exact_frontier)
   else:
-    picked = _select(formed, starts, rows, work["candidates"], idx_ref, k, sub_keys,
+    picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
                      interpret, tails)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
