@@ -165,6 +165,17 @@ class KernelConfig(NamedTuple):
   # second launch selecting again the flagged programs (branch `exact-pass-relaunch`)
   # 0.432 / 0.432, though XLA built its kernel in 96 registers against 121.
   exact_order: bool = True
+  # How the final selection's candidate parts (tournament or frontier) are formed: True:
+  # every part's picks and scores loaded and its fields formed, then all stored, so the
+  # loads are in flight together; False: each part formed and stored before the next, so
+  # one part's fields are live at a time (fewer registers: XLA's build at k = 64, S = 512:
+  # 80 against 96, S = 1,024: 96 against 120). On an H100 at 65,536 rows, float32, fwd ms
+  # back to back (WORKSPACE.md, issue 12, session 63): S = 512, k = 64: False 0.769
+  # against 0.846, S = 1,024, k = 64: 0.995 against 1.118; S = 512, k = 32: 0.384-0.391
+  # against 0.375-0.377 (96 registers against 118); S = 256, k = 32: 0.280 / 0.284;
+  # S = 1,024, k = 32: 0.585 / 0.579. So `default_config` takes False with two rows a
+  # program (k >= TWO_ROWS_MIN_K).
+  form_parts_together: bool = True
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -202,7 +213,7 @@ def default_config(sub_keys: int, k: int, rows: int | None = None) -> KernelConf
   if few_rows or sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
     return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
   if k >= TWO_ROWS_MIN_K:
-    return KernelConfig(block_rows=2)
+    return KernelConfig(block_rows=2, form_parts_together=False)
   return KernelConfig()
 
 
@@ -562,19 +573,27 @@ class _Picked(NamedTuple):
   missed: jax.Array | None = None
 
 
-def _store_candidates(part_fields, starts, rows: _Rows, candidates_ref):
+def _store_candidates(part_fields, starts, rows: _Rows, candidates_ref, together: bool):
   """Stores each candidate part's fields [R, P] (part_fields(i): keys, slots, and for the
   exact frontier residuals' bits) at lanes starts[i] + 0..P-1 of row `field` of
-  candidates_ref [rows, F, T]. Each part is formed and stored before the next is formed,
-  so that only one part's fields and operands are live at once (forming every part first
-  took XLA's build of the default at S = 512, k = 32 to 118 registers, against 96)."""
+  candidates_ref [rows, F, T]. together (`KernelConfig.form_parts_together`): every part
+  formed, then stored field by field; else each part formed and stored before the next."""
   live = rows.store < candidates_ref.shape[0]
-  for part, start in enumerate(starts):
-    fields = part_fields(part)
-    lanes = int(start) + jnp.arange(fields[0].shape[1], dtype=jnp.int32)[None, :]
-    for field, values in enumerate(fields):
-      pltriton.store(candidates_ref.at[rows.store, field, lanes], values,
-                     mask=jnp.broadcast_to(live, values.shape))
+
+  def store(start, field, values):
+    lanes = int(start) + jnp.arange(values.shape[1], dtype=jnp.int32)[None, :]
+    pltriton.store(candidates_ref.at[rows.store, field, lanes], values,
+                   mask=jnp.broadcast_to(live, values.shape))
+
+  if together:
+    formed = [part_fields(part) for part in range(len(starts))]
+    for field in range(len(formed[0])):
+      for start, fields in zip(starts, formed):
+        store(start, field, fields[field])
+  else:
+    for part, start in enumerate(starts):
+      for field, values in enumerate(part_fields(part)):
+        store(start, field, values)
 
 
 def _against_tails(tail_head, top, pick_slot, top_residual=None):
@@ -614,11 +633,13 @@ def _pack_ids(slots, low, bits: int):
 
 
 def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int,
-            sub_keys: int, interpret: bool, tails: tuple = ()) -> _Picked:
+            sub_keys: int, interpret: bool, tails: tuple = (),
+            together: bool = True) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
   (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
-  stored to candidates_ref [rows, 2, T] for `_tournament`. Where slot and lane fit in 31
+  stored to candidates_ref [rows, 2, T] for `_tournament` (`_store_candidates`, together or
+  one part at a time). Where slot and lane fit in 31
   bits together, a candidate's slot is stored as slot << lane_bits | lane, so the round's
   pick also names the winner's lane, and its group, without a reduction over the groups
   to find it."""
@@ -633,7 +654,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
       slots = _pack_ids(slots, lanes, lane_bits)
     return keys, slots
 
-  _store_candidates(fields, starts, rows, candidates_ref)
+  _store_candidates(fields, starts, rows, candidates_ref, together)
   platform.triton_barrier(interpret)
   picked = _tournament(rows, candidates_ref, idx_ref, k, tails,
                        id_bits=lane_bits if with_lane else 0, lane_in_id=with_lane)
@@ -751,7 +772,7 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
 
 def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
                      k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
-                     tails: tuple = (), exact: bool = True) -> None:
+                     tails: tuple = (), exact: bool = True, together: bool = True) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
   part from candidate_part, as for `_select`, at lanes from `starts`) come in
   `frontier_layout`'s order:
@@ -773,7 +794,7 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
   field): heads are compared in the exact order, among equal keys the largest residual
   first (one more reduction and one more load per round), so the k picks are the exact
   order's by construction, with no check and no fallback (module docstring, step 4).
-  False: by (key, slot) (`KernelConfig.exact_order=False`)."""
+  False: by (key, slot) (`KernelConfig.exact_order=False`). together: as for `_select`."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
@@ -786,7 +807,7 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
       slots = _pack_ids(slots, successors, next_bits)
     return (keys, slots) + ((lax.bitcast_convert_type(residuals, jnp.int32),) if exact else ())
 
-  _store_candidates(fields, starts, rows, candidates_ref)
+  _store_candidates(fields, starts, rows, candidates_ref, together)
   platform.triton_barrier(interpret)
 
   def load(position):  # (key, id, residual or None) of the entries at `position`
@@ -1261,6 +1282,12 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   logs = (_PickLog(picks_ref, 0, interpret), _PickLog(picks_ref, 1, interpret))
   width = 2 * sub_keys
 
+  def picks_of_parts():  # per part, (first, second) [R, P]: its ranks' picks
+    by_half = []
+    for log, ranks in zip(logs, (first_rank, second_rank)):
+      platform.triton_barrier(interpret)  # the half's pick log, before its loads
+      by_half.append([_picks_by_rank(log, rows, ranks[part]) for part in range(len(parts))])
+    return list(zip(*by_half))
 
   tails = ()
   if config.half_select == "groups":
@@ -1273,7 +1300,15 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     for offset, log in zip((0, sub_keys), logs):
       _scan_half(scores_ref, rows, offset, log, sub_keys=sub_keys, rounds=per_half,
                  pick=config.pick)
-  platform.triton_barrier(interpret)  # the pick logs, before the candidates load them
+  together = config.form_parts_together or config.final_select == "threshold"
+  if together:  # every part's picks at once
+    picks_of_part = picks_of_parts().__getitem__
+  else:  # each part's when it is formed
+    platform.triton_barrier(interpret)  # the pick logs, before the candidates load them
+
+    def picks_of_part(part):
+      return tuple(_picks_by_rank(log, rows, ranks[part])
+                   for log, ranks in zip(logs, (first_rank, second_rank)))
 
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
@@ -1282,9 +1317,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
 
   def candidate_part(part):
     """(keys, slots, residuals or None) [R, P] of candidate part `part` (module docstring,
-    step 2), its picks loaded from the logs."""
-    first, second = (_picks_by_rank(log, rows, ranks[part])
-                     for log, ranks in zip(logs, (first_rank, second_rank)))
+    step 2)."""
+    first, second = picks_of_part(part)
     rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
     second_scores = _load_scores(scores_ref, rows, sub_keys + second, width)
@@ -1295,17 +1329,20 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
                  if exact_frontier else None)
     return keys, slots, residuals
 
+  if together:  # every part formed before any is stored
+    candidate_part = [candidate_part(part) for part in range(len(parts))].__getitem__
   if config.final_select == "threshold":  # selects from every part at once
     keys, slots, _ = zip(*(candidate_part(part) for part in range(len(parts))))
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
-    picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"], idx_ref,
-                              k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), interpret, tails, exact_frontier)
+    picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"],
+                              idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
+                              next_power_of_two(ranked), interpret, tails, exact_frontier,
+                              together=config.form_parts_together)
   else:
     picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
-                     interpret, tails)
+                     interpret, tails, together=config.form_parts_together)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
     lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),

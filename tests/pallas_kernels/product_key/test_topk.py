@@ -45,6 +45,7 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=2),
     topk_pallas.KernelConfig(final_select="tournament"),
     topk_pallas.KernelConfig(exact_order=False),
+    topk_pallas.KernelConfig(block_rows=2, form_parts_together=False),
 ]
 
 
@@ -177,6 +178,9 @@ CONFIGS = [
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
     topk_pallas.KernelConfig(exact_order=False, block_rows=2),
+    # candidate parts formed and stored one at a time (frontier, tournament)
+    topk_pallas.KernelConfig(block_rows=2, form_parts_together=False),
+    topk_pallas.KernelConfig(final_select="tournament", form_parts_together=False),
 ]
 THRESHOLD = topk_pallas.KernelConfig(half_select="threshold", final_select="threshold")
 
@@ -271,8 +275,10 @@ def swamped_scores(seed: int, sub_keys: int, rows: int) -> jnp.ndarray:
   return jnp.asarray(scores)
 
 
+# The frontier's first (exact by construction: no check), then the checked selections.
 SWAMPED_CONFIGS = [topk_pallas.KernelConfig(block_rows=2),
                    topk_pallas.KernelConfig(block_rows=2, lazy_tail=False),
+                   topk_pallas.KernelConfig(block_rows=2, form_parts_together=False),
                    topk_pallas.KernelConfig(block_rows=2, final_select="tournament"),
                    topk_pallas.KernelConfig(block_rows=2, half_select="threshold",
                                             final_select="threshold")]
@@ -294,7 +300,7 @@ def test_kernel_matches_brute_force_and_the_twin_where_rounding_ties_sums(config
   assert_matches_brute_force(idx, logits, scores, k)
 
 
-@pytest.mark.parametrize("config", SWAMPED_CONFIGS[2:], ids=config_id)
+@pytest.mark.parametrize("config", SWAMPED_CONFIGS[3:], ids=config_id)
 def test_the_exact_order_check_fires_and_is_needed(config, monkeypatch):
   """With `_exact_frontier` replaced by nothing, the kernel differs from the twin in some
   `swamped_scores` rows (S = 16, k = 8): the check that runs it fires there, and the
@@ -528,9 +534,10 @@ def test_default_config_thresholds_halves_of_at_most_four_k():
     assert (config.half_select, config.final_select) == ("threshold", "threshold")
   for sub_keys, k in [(512, 32), (256, 32), (1024, 16)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig()
-  # Two rows per program from k = 64 on (the groups).
+  # Two rows per program from k = 64 on (the groups), candidate parts formed one at a time.
   for sub_keys, k in [(512, 64), (1024, 64), (2048, 128)]:
-    assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(block_rows=2)
+    assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(
+        block_rows=2, form_parts_together=False)
 
 
 def test_default_config_thresholds_few_rows_whatever_s_and_k():
