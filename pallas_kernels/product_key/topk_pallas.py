@@ -84,7 +84,12 @@ time: forming each candidate part as it is stored, in parts of 32 lanes, and fin
 groups' bests 4 entries at a time took XLA's build from 118 registers to 80 (25 programs
 per SM), and the kernel from 0.359 to 0.388 ms on the H200 (session 45; session 38 found
 the same for `exact_order=False` at 80 registers). Those two fields were removed; they
-are in git at 690f010 (`candidate_lanes`, `group_chunk`).
+are in git at 690f010 (`candidate_lanes`, `group_chunk`). At k = 64 (two rows a program)
+it does buy time: each part formed and stored before the next (`form_parts_together=
+False`, the default there) took XLA's build from 96 registers to 80 at S = 512 and from
+120 to 96 at S = 1,024, and the kernel from 0.846 to 0.769 ms and from 1.118 to 0.995 on
+an H100, while at S = 512, k = 32 (96 registers against 118) it was 2.5% slower (session
+63).
 
 The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
