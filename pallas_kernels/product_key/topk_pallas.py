@@ -168,7 +168,7 @@ class KernelConfig(NamedTuple):
   # 0.327, session 41's check and fallback 0.365-0.376. Session 63 (same shape, H200):
   # True 0.356 / 0.369, False 0.318 / 0.318; comparing by (key, slot) with the check and a
   # second launch selecting again the flagged programs (branch `exact-pass-relaunch`)
-  # 0.432 / 0.432, though XLA built its kernel in 96 registers against 121.
+  # 0.432 / 0.432, though XLA built its first kernel in 96 registers against 118.
   exact_order: bool = True
   # How the final selection's candidate parts (tournament or frontier) are formed: True:
   # every part's picks and scores loaded and its fields formed, then all stored, so the
@@ -643,8 +643,8 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
   (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
-  stored to candidates_ref [rows, 2, T] for `_tournament` (`_store_candidates`, together or
-  one part at a time). Where slot and lane fit in 31
+  stored to candidates_ref [rows, 2, T] for `_tournament` (`_store_candidates`: every
+  part formed first if `together`, else one part at a time). Where slot and lane fit in 31
   bits together, a candidate's slot is stored as slot << lane_bits | lane, so the round's
   pick also names the winner's lane, and its group, without a reduction over the groups
   to find it."""
