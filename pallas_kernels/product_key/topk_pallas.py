@@ -1344,10 +1344,10 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"],
                               idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
                               next_power_of_two(ranked), interpret, tails, exact_frontier,
-                              together=config.form_parts_together)
+                              together=together)
   else:
     picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
-                     interpret, tails, together=config.form_parts_together)
+                     interpret, tails, together=together)
   if config.exact_order and picked is not None:
     # Rare: keys of different exact sums tie where the order counts.
     lax.cond(_exact_order_missed(scores_ref, rows, idx_ref, picked, k, sub_keys),
