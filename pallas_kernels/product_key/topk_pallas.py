@@ -641,7 +641,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
             sub_keys: int, interpret: bool, tails: tuple = (),
             together: bool = True) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
-  (candidate_part(i): keys [R, P], slots [R, P] and residuals, unused here, of part i;
+  (candidate_part(i): keys [R, P] and slots [R, P] of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
   stored to candidates_ref [rows, 2, T] for `_tournament` (`_store_candidates`: every
   part formed first if `together`, else one part at a time). Where slot and lane fit in 31
@@ -653,7 +653,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
   with_lane = _packs_into_ids(sub_keys, lane_bits)
 
   def fields(part):
-    keys, slots, _ = candidate_part(part)
+    keys, slots = candidate_part(part)
     if with_lane:
       lanes = int(starts[part]) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :]
       slots = _pack_ids(slots, lanes, lane_bits)
@@ -776,8 +776,9 @@ def frontier_layout(k: int, ranked: int) -> FrontierLayout:
 
 
 def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
-                     k: int, sub_keys: int, stopper: int, lanes: int, interpret: bool,
-                     tails: tuple = (), exact: bool = True, together: bool = True) -> None:
+                     k: int, sub_keys: int, stopper: int, lanes: int, scores_ref,
+                     interpret: bool, tails: tuple = (), exact: bool = True,
+                     together: bool = True) -> None:
   """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
   part from candidate_part, as for `_select`, at lanes from `starts`) come in
   `frontier_layout`'s order:
@@ -795,42 +796,40 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
   slot << bits | successor, so the pick names the entry to load; else each lane's
   successor is kept beside its head and found by a third reduction.
 
-  exact (the candidates' residuals, float32 `sum_residual` of each sum, stored as a third
-  field): heads are compared in the exact order, among equal keys the largest residual
-  first (one more reduction and one more load per round), so the k picks are the exact
-  order's by construction, with no check and no fallback (module docstring, step 4).
-  False: by (key, slot) (`KernelConfig.exact_order=False`). together: as for `_select`."""
+  exact: heads are compared in the exact order, so the k picks are the exact order's by
+  construction, with no check and no fallback (module docstring, step 4): among equal keys
+  the largest residual first, the residuals computed from scores_ref only in a round
+  where some row has two heads of the best key (`_break_key_ties`). False: by (key, slot)
+  (`KernelConfig.exact_order=False`). together: as for `_select`."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
   next_bits = max(1, (total - 1).bit_length())
   packed = _packs_into_ids(sub_keys, next_bits)
 
   def fields(part):
-    keys, slots, residuals = candidate_part(part)
+    keys, slots = candidate_part(part)
     if packed:
       successors = ranks_ref[2, pl.ds(int(starts[part]), slots.shape[1])][None, :]  # [1, P]
       slots = _pack_ids(slots, successors, next_bits)
-    return (keys, slots) + ((lax.bitcast_convert_type(residuals, jnp.int32),) if exact else ())
+    return keys, slots
 
   _store_candidates(fields, starts, rows, candidates_ref, together)
   platform.triton_barrier(interpret)
 
-  def load(position):  # (key, id, residual or None) of the entries at `position`
-    key, ident = (pltriton.load(candidates_ref.at[rows.load, field, position])
-                  for field in (0, 1))
-    residual = (lax.bitcast_convert_type(
-        pltriton.load(candidates_ref.at[rows.load, 2, position]), jnp.float32)
-        if exact else None)
-    return key, ident, residual
+  def load(position):  # (key, id) of the entries at `position`
+    return tuple(pltriton.load(candidates_ref.at[rows.load, field, position])
+                 for field in (0, 1))
 
   def round_(r, carry):
-    head_key, head_id, head_residual, head_next, tail_carry, tail_head = carry
+    head_key, head_id, head_next, tail_carry, tail_head = carry
+    top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
+    tied = head_key == top
+    pick = jnp.min(jnp.where(tied, head_id, _NO_ID), axis=1, keepdims=True)
+    top_residual = None
     if exact:  # among equal keys the larger exact sum (packed ids keep the slots' order)
-      top, top_residual, pick = _best_exactly(head_key, head_residual, head_id)  # [R, 1]
-    else:
-      top = jnp.max(head_key, axis=1, keepdims=True)                   # [R, 1]
-      top_residual = None
-      pick = jnp.min(jnp.where(head_key == top, head_id, _NO_ID), axis=1, keepdims=True)
+      head_slot = jnp.right_shift(head_id, next_bits) if packed else head_id
+      pick, top_residual = _break_key_ties(scores_ref, rows, top, tied, head_id, head_slot,
+                                           pick, sub_keys, tail_head[0] if tails else None)
     if packed:  # once every head is taken the pick is _NO_ID: its bits name the stopper
       pick_slot = jnp.right_shift(pick, next_bits)
       successor = jnp.minimum(pick & ((1 << next_bits) - 1), stopper)
@@ -843,7 +842,7 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
       took_tail, taken_slot = _against_tails(tail_head, top, pick_slot, top_residual)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
-    new_key, new_id, new_residual = load(successor)                    # [R, 1]
+    new_key, new_id = load(successor)                                  # [R, 1]
     # Ids of heads not at the stopper are distinct; the stopper's (_NO_ID) is picked only
     # when every head is at it, and then a tail is taken.
     won = head_id == pick
@@ -852,18 +851,13 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
       tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
     if not packed:
       head_next = jnp.where(won, pltriton.load(ranks_ref.at[2, successor]), head_next)
-    if exact:
-      head_residual = jnp.where(won, new_residual, head_residual)
-    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id),
-            head_residual, head_next, tail_carry, tail_head)
+    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_next,
+            tail_carry, tail_head)
 
   first = ranks_ref[3, pl.ds(0, lanes)][None, :]                      # [1, L]
-  head_key, head_id, head_residual = load(jnp.broadcast_to(first, (rows.load.shape[0],
-                                                                   lanes)))
-  head_residual = () if head_residual is None else head_residual
+  head_key, head_id = load(jnp.broadcast_to(first, (rows.load.shape[0], lanes)))
   head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
-  lax.fori_loop(0, k, round_, (head_key, head_id, head_residual, head_next,
-                               *_start_tails(tails)))
+  lax.fori_loop(0, k, round_, (head_key, head_id, head_next, *_start_tails(tails)))
   platform.triton_barrier(interpret)
 
 
@@ -1148,6 +1142,36 @@ def _best_exactly(keys, residuals, slots):
   return key, residual, slot
 
 
+def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_keys: int,
+                    tail_key=None):
+  """(pick, top_residual) [R, 1]: the frontier's round winner in the exact order, given
+  the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids and slots)
+  and `pick`, the lowest id among them. Among equal keys the larger residual wins, so
+  only a row with two such heads, or a tail head of key `top` (tail_key [R, 1]) to
+  compare with the winner, needs residuals: in a program with such a row (rare on real
+  scores: 74 of 65,536 random normal rows at S = 512, k = 32 have two equal logits in a
+  row) they are computed from the heads' scores, reloaded, by the same `sum_residual` as
+  the twin's; elsewhere the pick stands, with top_residual 0 (compared with nothing)."""
+  several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
+  if tail_key is not None:
+    several = several | (tail_key == top)
+  several = several & (top != _TAKEN)  # every head taken: the pick is _NO_ID, a tail's turn
+
+  def by_residual(pick):
+    real = tied & (ids != _NO_ID)
+    first = _load_scores(scores_ref, rows, jnp.where(real, slots // sub_keys, 0), None)
+    second = _load_scores(scores_ref, rows, sub_keys + jnp.where(real, slots % sub_keys, 0),
+                          None)
+    residuals = jnp.where(real, sum_residual(first, second, first + second), -jnp.inf)
+    residual = jnp.max(residuals, axis=1, keepdims=True)
+    exact_pick = jnp.min(jnp.where(real & (residuals == residual), ids, _NO_ID), axis=1,
+                         keepdims=True)
+    return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
+
+  return lax.cond(_any_row(several), by_residual,
+                  lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
+
+
 def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: int,
                     ranked: int, lazy: bool, interpret: bool):
   """The k best in the exact order, slots to idx_ref: for a program where
@@ -1242,23 +1266,17 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   platform.triton_barrier(interpret)
 
 
-def _exact_frontier_form(config: KernelConfig) -> bool:
-  """Whether the final selection compares its heads in the exact order (the frontier with
-  `exact_order`): its candidates then carry their residuals as a third field."""
-  return config.exact_order and config.final_select == "frontier"
-
-
 def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
                     config: KernelConfig) -> dict:
   """The kernel's working memory by name (the Triton backend has no scratch operands, so
   it is outputs): picks [rows, 2, K'] int32, the halves' picks by rank (`_PickLog`);
-  "tournament": candidates [rows, 2, sum(parts)] int32 (`_select`); "threshold" (either
+  "tournament", "frontier": candidates [rows, 2, sum(parts)] int32 (`_select`,
+  `_select_frontier`); "threshold" (either
   step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
   final selection reusing set 0)."""
   memory = {"picks": (num_rows, 2, next_power_of_two(per_half))}
   if config.final_select in ("tournament", "frontier"):
-    # keys, slots (and the exact frontier's residuals)
-    memory["candidates"] = (num_rows, 3 if _exact_frontier_form(config) else 2, sum(parts))
+    memory["candidates"] = (num_rows, 2, sum(parts))  # keys, slots
   halves = config.half_select == "threshold"
   if halves or config.final_select == "threshold":
     lanes = max(per_half if halves else 1, k if config.final_select == "threshold" else 1)
@@ -1318,11 +1336,9 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
-  exact_frontier = _exact_frontier_form(config)
 
   def candidate_part(part):
-    """(keys, slots, residuals or None) [R, P] of candidate part `part` (module docstring,
-    step 2)."""
+    """(keys, slots) [R, P] of candidate part `part` (module docstring, step 2)."""
     first, second = picks_of_part(part)
     rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
@@ -1330,21 +1346,19 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     sums = first_scores + second_scores
     keys = jnp.where(rank >= 0, ordered_key(sums), _TAKEN)
     slots = jnp.where(rank >= 0, first * sub_keys + second, _NO_ID)
-    residuals = (jnp.where(rank >= 0, sum_residual(first_scores, second_scores, sums), 0.0)
-                 if exact_frontier else None)
-    return keys, slots, residuals
+    return keys, slots
 
   if together:  # every part formed before any is stored
     candidate_part = [candidate_part(part) for part in range(len(parts))].__getitem__
   if config.final_select == "threshold":  # selects from every part at once
-    keys, slots, _ = zip(*(candidate_part(part) for part in range(len(parts))))
+    keys, slots = zip(*(candidate_part(part) for part in range(len(parts))))
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
     picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"],
                               idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), interpret, tails, exact_frontier,
-                              together=together)
+                              next_power_of_two(ranked), scores_ref, interpret, tails,
+                              exact=config.exact_order, together=together)
   else:
     picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
                      interpret, tails, together=together)

@@ -334,6 +334,21 @@ def test_the_frontier_is_exact_with_no_fallback(monkeypatch):
   jax.clear_caches()
 
 
+def test_the_frontier_needs_its_key_ties_broken_by_residuals(monkeypatch):
+  """With `_break_key_ties` keeping the pick by (key, slot), the default frontier differs
+  from the twin on `swamped_scores`, so the residuals it computes there are what makes its
+  order exact (the previous test: with them it matches)."""
+  monkeypatch.setattr(topk_pallas, "_break_key_ties",
+                      lambda *args: (args[6], jnp.zeros(args[6].shape, jnp.float32)))
+  jax.clear_caches()  # other tests traced the kernel with the real one
+  scores = swamped_scores(5, 16, 256)
+  idx, _ = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8,
+                                     config=SWAMPED_CONFIGS[0]))(scores)
+  want_idx, _ = topk_xla.product_key_topk(scores, 8)
+  assert not np.array_equal(np.asarray(idx), np.asarray(want_idx))
+  jax.clear_caches()
+
+
 def test_without_the_exact_order_check_only_ids_of_rounding_ties_differ():
   """`exact_order=False` on `swamped_scores`: the logits equal the twin's everywhere, the
   ids differ in some rows (where different sums round to one float32), and each such row
