@@ -29,9 +29,12 @@ along the row axis for all of them at once):
 4. the contract orders slots by their exact sums (`topk_xla`), and (key, slot) differs
    from that order only among equal keys of different exact sums (rounding ties). Every
    sequence the rounds take from (a lane, a tail, a group's rest) is in the exact order.
-   The frontier compares its heads in that order too, (key, residual, slot), with each
-   candidate's TwoSum residual stored beside its key: one more reduction and one more
-   load per round, and its k picks are the exact order's by construction. The tournament
+   The frontier compares its heads in that order too, (key, residual, slot), so its k
+   picks are the exact order's by construction; the residuals matter only among heads of
+   one key, so a round computes them (from the heads' scores, reloaded) only in a program
+   where some row has two heads of the best key (`_break_key_ties`; until session 63 each
+   candidate's TwoSum residual was stored beside its key, one more reduction and one
+   more load every round, and 22 more registers at S = 512, k = 32). The tournament
    and the threshold selections compare by (key, slot), so their k picks are the exact
    order's unless two picks in a row have equal keys and are out of that order, or an
    untaken head has the last pick's key and ranks before it (`_exact_order_missed`: the
@@ -74,8 +77,9 @@ Registers. The rounds wait on reductions and reloads; more programs sharing a
 multiprocessor could hide that latency, and registers bound them (65,536 per multiprocessor):
 a one-warp program of at most 96 registers per thread runs 21 to a multiprocessor, one of
 119 only 17. XLA builds the exact frontier at S = 512, k = 32 in 119, `exact_order=False`
-in 96 (WORKSPACE.md, issue 12, session 43). A program's peak is where many lanes are live
-at once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64
+in 96 (WORKSPACE.md, issue 12, session 43; with the residuals no longer stored, session
+63, the exact frontier builds in 96 too). A program's peak is where many lanes are live at
+once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64
 registers per thread at 4 rows and one warp) and the candidates' formation (every part's
 keys, slots and residuals: 88 lanes in parts of 64 and 32 there). In XLA's build of the
 exact frontier, 112 registers are live at once in the formation, against at most 74 in
