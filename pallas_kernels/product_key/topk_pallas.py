@@ -1155,13 +1155,19 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
   compare with the winner, needs residuals: in a program with such a row (rare on real
   scores: 74 of 65,536 random normal rows at S = 512, k = 32 have two equal logits in a
   row) they are computed from the heads' scores, reloaded, by the same `sum_residual` as
-  the twin's; elsewhere the pick stands, with top_residual 0 (compared with nothing)."""
-  several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
+  the twin's; elsewhere the pick stands, with top_residual 0 (compared with nothing).
+  Every row has a head of key `top`, so more than R such heads (and tail heads) in the
+  program means some row has two: that one count over the program, independent of the
+  pick's reduction, decides the branch, and the rows are told apart only inside it."""
+  ties = jnp.sum(tied.astype(jnp.int32))
   if tail_key is not None:
-    several = several | (tail_key == top)
-  several = several & (top != _TAKEN)  # every head taken: the pick is _NO_ID, a tail's turn
+    ties = ties + jnp.sum((tail_key == top).astype(jnp.int32))
 
   def by_residual(pick):
+    several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
+    if tail_key is not None:
+      several = several | (tail_key == top)
+    several = several & (top != _TAKEN)  # every head taken: _NO_ID picked, a tail's turn
     real = tied & (ids != _NO_ID)
     first = _load_scores(scores_ref, rows, jnp.where(real, slots // sub_keys, 0), None)
     second = _load_scores(scores_ref, rows, sub_keys + jnp.where(real, slots % sub_keys, 0),
@@ -1172,7 +1178,7 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
                          keepdims=True)
     return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
 
-  return lax.cond(_any_row(several), by_residual,
+  return lax.cond(ties > top.shape[0], by_residual,
                   lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
 
 
