@@ -645,7 +645,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
             sub_keys: int, interpret: bool, tails: tuple = (),
             together: bool = True) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
-  (candidate_part(i): keys [R, P] and slots [R, P] of part i;
+  (candidate_part(i): keys [R, P], slots [R, P] and a flag, unused here, of part i;
   slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
   stored to candidates_ref [rows, 2, T] for `_tournament` (`_store_candidates`: every
   part formed first if `together`, else one part at a time). Where slot and lane fit in 31
@@ -657,7 +657,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
   with_lane = _packs_into_ids(sub_keys, lane_bits)
 
   def fields(part):
-    keys, slots = candidate_part(part)
+    keys, slots, _ = candidate_part(part)
     if with_lane:
       lanes = int(starts[part]) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :]
       slots = _pack_ids(slots, lanes, lane_bits)
@@ -810,14 +810,18 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
   next_bits = max(1, (total - 1).bit_length())
   packed = _packs_into_ids(sub_keys, next_bits)
 
+  inexact_parts = []  # per part, whether some sum of it in the program is inexact
+
   def fields(part):
-    keys, slots = candidate_part(part)
+    keys, slots, inexact = candidate_part(part)
+    inexact_parts.append(inexact)
     if packed:
       successors = ranks_ref[2, pl.ds(int(starts[part]), slots.shape[1])][None, :]  # [1, P]
       slots = _pack_ids(slots, successors, next_bits)
     return keys, slots
 
   _store_candidates(fields, starts, rows, candidates_ref, together)
+  some_inexact = functools.reduce(jnp.logical_or, inexact_parts) if exact else None
   platform.triton_barrier(interpret)
 
   def load(position):  # (key, id) of the entries at `position`
@@ -833,7 +837,8 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
     if exact:  # among equal keys the larger exact sum (packed ids keep the slots' order)
       head_slot = jnp.right_shift(head_id, next_bits) if packed else head_id
       pick, top_residual = _break_key_ties(scores_ref, rows, top, tied, head_id, head_slot,
-                                           pick, sub_keys, tail_head[0] if tails else None)
+                                           pick, sub_keys, some_inexact,
+                                           tail_head if tails else None)
     if packed:  # once every head is taken the pick is _NO_ID: its bits name the stopper
       pick_slot = jnp.right_shift(pick, next_bits)
       successor = jnp.minimum(pick & ((1 << next_bits) - 1), stopper)
@@ -1147,21 +1152,32 @@ def _best_exactly(keys, residuals, slots):
 
 
 def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_keys: int,
-                    tail_key=None):
+                    some_inexact, tail_head=None):
   """(pick, top_residual) [R, 1]: the frontier's round winner in the exact order, given
   the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids and slots)
   and `pick`, the lowest id among them. Among equal keys the larger residual wins, so
   only a row with two such heads, or a tail head of key `top` (tail_key [R, 1]) to
-  compare with the winner, needs residuals: in a program with such a row (rare on real
-  scores: 74 of 65,536 random normal rows at S = 512, k = 32 have two equal logits in a
-  row) they are computed from the heads' scores, reloaded, by the same `sum_residual` as
-  the twin's; elsewhere the pick stands, with top_residual 0 (compared with nothing).
+  compare with the winner, needs residuals: in a program with such a row (rare on
+  float32 scores: 74 of 65,536 random normal rows at S = 512, k = 32 have two equal
+  logits in a row) they are computed from the heads' scores, reloaded, by the same
+  `sum_residual` as the twin's; elsewhere the pick stands, with top_residual 0 (compared
+  with nothing).
   Every row has a head of key `top`, so more than R such heads (and tail heads) in the
   program means some row has two: that one count over the program, independent of the
-  pick's reduction, decides the branch, and the rows are told apart only inside it."""
+  pick's reduction, decides the branch, and the rows are told apart only inside it.
+
+  Where every tied sum is exact in float32 (residuals 0: scores on bf16's grid, as the
+  layer's are with bf16 activations, where nearly every row has equal sums among its
+  best k + 1) the lowest id is already the exact order's pick. So the branch runs only
+  where some candidate's sum in the program is inexact (`some_inexact`, a scalar found as
+  the candidates were formed) or a tied tail head's is (tail_head: key, slot, residual)."""
+  tail_key = None if tail_head is None else tail_head[0]
   ties = jnp.sum(tied.astype(jnp.int32))
-  if tail_key is not None:
-    ties = ties + jnp.sum((tail_key == top).astype(jnp.int32))
+  inexact = some_inexact
+  if tail_head is not None:
+    tail_tied = tail_key == top
+    ties = ties + jnp.sum(tail_tied.astype(jnp.int32))
+    inexact = inexact | _any_row(tail_tied & (tail_head[2] != 0))
 
   def by_residual(pick):
     several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
@@ -1178,7 +1194,7 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
                          keepdims=True)
     return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
 
-  return lax.cond(ties > top.shape[0], by_residual,
+  return lax.cond((ties > top.shape[0]) & inexact, by_residual,
                   lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
 
 
@@ -1347,8 +1363,12 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
 
+  exact_frontier = config.exact_order and config.final_select == "frontier"
+
   def candidate_part(part):
-    """(keys, slots) [R, P] of candidate part `part` (module docstring, step 2)."""
+    """(keys [R, P], slots [R, P], inexact) of candidate part `part` (module docstring,
+    step 2); inexact, for the exact frontier only (else None): a scalar, whether some sum
+    of the part in the program is inexact in float32 (a nonzero residual)."""
     first, second = picks_of_part(part)
     rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
@@ -1356,12 +1376,14 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     sums = first_scores + second_scores
     keys = jnp.where(rank >= 0, ordered_key(sums), _TAKEN)
     slots = jnp.where(rank >= 0, first * sub_keys + second, _NO_ID)
-    return keys, slots
+    inexact = (_any_row((rank >= 0) & (sum_residual(first_scores, second_scores, sums) != 0))
+               if exact_frontier else None)
+    return keys, slots, inexact
 
   if together:  # every part formed before any is stored
     candidate_part = [candidate_part(part) for part in range(len(parts))].__getitem__
   if config.final_select == "threshold":  # selects from every part at once
-    keys, slots = zip(*(candidate_part(part) for part in range(len(parts))))
+    keys, slots, _ = zip(*(candidate_part(part) for part in range(len(parts))))
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all

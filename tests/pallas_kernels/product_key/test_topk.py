@@ -349,6 +349,38 @@ def test_the_frontier_needs_its_key_ties_broken_by_residuals(monkeypatch):
   jax.clear_caches()
 
 
+def bf16_grid_scores_with_a_mixed_tie(seed: int, sub_keys: int, rows: int, mixed_row: int):
+  """Normal scores rounded to bfloat16, held in float32 (the layer's with bf16
+  activations): every sum is exact, and most rows tie among their best k + 1. Row
+  `mixed_row` instead ties an exact sum with an inexact one: first half (2^24, 2^24 - 1),
+  second half (0, 1.5), the rest -1e3: its best sums are slot 1 (2^24 + 1.5, rounded to
+  2^24 + 2), slot S + 1 (2^24 + 0.5, inexact, rounded to 2^24) and slot 0 (2^24, exact),
+  in that exact order, which the lowest id would reverse."""
+  rng = np.random.default_rng(seed)
+  scores = rng.standard_normal((rows, 2 * sub_keys)).astype(np.float32)
+  scores = np.array(jnp.asarray(scores).astype(jnp.bfloat16).astype(jnp.float32))
+  scores[mixed_row] = -1e3
+  scores[mixed_row, :2] = [2.0**24, 2.0**24 - 1]
+  scores[mixed_row, sub_keys:sub_keys + 2] = [0.0, 1.5]
+  return jnp.asarray(scores)
+
+
+@pytest.mark.parametrize("config", SWAMPED_CONFIGS[:3], ids=config_id)
+def test_the_frontier_breaks_ties_of_exact_and_inexact_sums(config):
+  """The frontier skips residuals where every tied sum is exact (`_break_key_ties`): on
+  rows of exact sums with many ties, and on a row where an exact sum ties an inexact one
+  of a higher slot, it matches the twin and brute force."""
+  sub_keys, k = 16, 8
+  scores = bf16_grid_scores_with_a_mixed_tie(6, sub_keys, rows=7, mixed_row=3)
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=k,
+                                          config=config))(scores)
+  assert list(np.asarray(idx)[3, :3]) == [1, sub_keys + 1, 0]
+  want_idx, want_logits = topk_xla.product_key_topk(scores, k)
+  np.testing.assert_array_equal(np.asarray(idx), np.asarray(want_idx))
+  np.testing.assert_array_equal(np.asarray(logits), np.asarray(want_logits))
+  assert_matches_brute_force(idx, logits, scores, k)
+
+
 def test_without_the_exact_order_check_only_ids_of_rounding_ties_differ():
   """`exact_order=False` on `swamped_scores`: the logits equal the twin's everywhere, the
   ids differ in some rows (where different sums round to one float32), and each such row
