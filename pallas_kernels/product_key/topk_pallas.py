@@ -1174,10 +1174,11 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
   tail_key = None if tail_head is None else tail_head[0]
   ties = jnp.sum(tied.astype(jnp.int32))
   inexact = some_inexact
-  if tail_head is not None:
-    tail_tied = tail_key == top
-    ties = ties + jnp.sum(tail_tied.astype(jnp.int32))
-    inexact = inexact | _any_row(tail_tied & (tail_head[2] != 0))
+  if tail_head is not None:  # one sum: tied tail heads below bit 16, inexact ones above
+    tail_ties = jnp.sum(jnp.where(tail_key == top,
+                                  jnp.where(tail_head[2] != 0, 0x10001, 1), 0))
+    ties = ties + (tail_ties & 0xFFFF)
+    inexact = inexact | (tail_ties > 0xFFFF)
 
   def by_residual(pick):
     several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
