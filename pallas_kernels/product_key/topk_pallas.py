@@ -31,10 +31,13 @@ along the row axis for all of them at once):
    sequence the rounds take from (a lane, a tail, a group's rest) is in the exact order.
    The frontier compares its heads in that order too, (key, residual, slot), so its k
    picks are the exact order's by construction; the residuals matter only among heads of
-   one key, so a round computes them (from the heads' scores, reloaded) only in a program
-   where some row has two heads of the best key (`_break_key_ties`; until session 63 each
-   candidate's TwoSum residual was stored beside its key, one more reduction and one
-   more load every round, and 22 more registers at S = 512, k = 32). The tournament
+   one key of different exact sums, so a round computes them (from the heads' scores,
+   reloaded) only in a program where some row has two heads of the best key and some sum
+   is inexact in float32 (`_break_key_ties`: on bf16-grid scores, the layer's with bf16
+   activations, every sum is exact and nearly every row ties). Until session 64 each
+   candidate's TwoSum residual was stored beside its key, one more reduction and one more
+   load every round: 6% slower at S = 512, k = 32 and 0-4% at the other shapes (H100,
+   WORKSPACE.md, issue 12, session 64). The tournament
    and the threshold selections compare by (key, slot), so their k picks are the exact
    order's unless two picks in a row have equal keys and are out of that order, or an
    untaken head has the last pick's key and ranks before it (`_exact_order_missed`: the
@@ -77,9 +80,9 @@ Registers. The rounds wait on reductions and reloads; more programs sharing a
 multiprocessor could hide that latency, and registers bound them (65,536 per multiprocessor):
 a one-warp program of at most 96 registers per thread runs 21 to a multiprocessor, one of
 119 only 17. XLA builds the exact frontier at S = 512, k = 32 in 119, `exact_order=False`
-in 96 (WORKSPACE.md, issue 12, session 43; with the residuals no longer stored, session
-63, the exact frontier builds in 96 too). A program's peak is where many lanes are live at
-once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64
+in 96 (WORKSPACE.md, issue 12, session 43; with the residuals no longer stored, in 96
+too, and in 115 with the check at formation of whether every sum is exact, session 64). A
+program's peak is where many lanes are live at once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64
 registers per thread at 4 rows and one warp) and the candidates' formation (every part's
 keys, slots and residuals: 88 lanes in parts of 64 and 32 there). In XLA's build of the
 exact frontier, 112 registers are live at once in the formation, against at most 74 in
@@ -1156,8 +1159,8 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
   """(pick, top_residual) [R, 1]: the frontier's round winner in the exact order, given
   the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids and slots)
   and `pick`, the lowest id among them. Among equal keys the larger residual wins, so
-  only a row with two such heads, or a tail head of key `top` (tail_key [R, 1]) to
-  compare with the winner, needs residuals: in a program with such a row (rare on
+  only a row with two such heads, or a tail head of key `top` (tail_head: its key, slot
+  and residual [R, 1]) to compare with the winner, needs residuals: in a program with such a row (rare on
   float32 scores: 74 of 65,536 random normal rows at S = 512, k = 32 have two equal
   logits in a row) they are computed from the heads' scores, reloaded, by the same
   `sum_residual` as the twin's; elsewhere the pick stands, with top_residual 0 (compared
@@ -1170,7 +1173,9 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
   layer's are with bf16 activations, where nearly every row has equal sums among its
   best k + 1) the lowest id is already the exact order's pick. So the branch runs only
   where some candidate's sum in the program is inexact (`some_inexact`, a scalar found as
-  the candidates were formed) or a tied tail head's is (tail_head: key, slot, residual)."""
+  the candidates were formed) or a tied tail head's is. That last test rides on the count
+  of tied tail heads (inexact ones counted from bit 16): as a reduction of its own it cost
+  0.08 ms at S = 512, k = 64 (H100, session 64)."""
   tail_key = None if tail_head is None else tail_head[0]
   ties = jnp.sum(tied.astype(jnp.int32))
   inexact = some_inexact
