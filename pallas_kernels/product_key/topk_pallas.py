@@ -82,9 +82,10 @@ a one-warp program of at most 96 registers per thread runs 21 to a multiprocesso
 119 only 17. XLA builds the exact frontier at S = 512, k = 32 in 119, `exact_order=False`
 in 96 (WORKSPACE.md, issue 12, session 43; with the residuals no longer stored, in 96
 too, and in 115 with the check at formation of whether every sum is exact, session 64). A
-program's peak is where many lanes are live at once, not in the rounds: a half's start (`_Groups.start`: the [4, 32, 16] tile, 64
-registers per thread at 4 rows and one warp) and the candidates' formation (every part's
-keys, slots and residuals: 88 lanes in parts of 64 and 32 there). In XLA's build of the
+program's peak is where many lanes are live at once, not in the rounds: a half's start
+(`_Groups.start`: the [4, 32, 16] tile, 64 registers per thread at 4 rows and one warp)
+and the candidates' formation (every part's keys, slots and residuals: 88 lanes in parts
+of 64 and 32 there). In XLA's build of the
 exact frontier, 112 registers are live at once in the formation, against at most 74 in
 any loop (`experiments/triton_ir_stats.py --live`). Cutting those peaks does not buy
 time: forming each candidate part as it is stored, in parts of 32 lanes, and finding the
@@ -1160,11 +1161,11 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
   the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids and slots)
   and `pick`, the lowest id among them. Among equal keys the larger residual wins, so
   only a row with two such heads, or a tail head of key `top` (tail_head: its key, slot
-  and residual [R, 1]) to compare with the winner, needs residuals: in a program with such a row (rare on
-  float32 scores: 74 of 65,536 random normal rows at S = 512, k = 32 have two equal
-  logits in a row) they are computed from the heads' scores, reloaded, by the same
-  `sum_residual` as the twin's; elsewhere the pick stands, with top_residual 0 (compared
-  with nothing).
+  and residual [R, 1]) to compare with the winner, needs residuals: in a program with
+  such a row (rare on float32 scores: 74 of 65,536 random normal rows at S = 512, k = 32
+  have two equal logits in a row) they are computed from the heads' scores, reloaded, by
+  the same `sum_residual` as the twin's; elsewhere the pick stands, with top_residual 0
+  (compared with nothing).
   Every row has a head of key `top`, so more than R such heads (and tail heads) in the
   program means some row has two: that one count over the program, independent of the
   pick's reduction, decides the branch, and the rows are told apart only inside it.
