@@ -34,7 +34,7 @@ along the row axis for all of them at once):
    one key of different exact sums, so a round computes them (from the heads' scores,
    reloaded) only in a program where some row has two heads of the best key and some sum
    is inexact in float32 (`_break_key_ties`: on bf16-grid scores, the layer's with bf16
-   activations, every sum is exact and nearly every row ties). Until session 64 each
+   activations, the candidates' sums are exact and nearly every row ties). Until session 64 each
    candidate's TwoSum residual was stored beside its key, one more reduction and one more
    load every round: 6% slower at S = 512, k = 32 and 0-4% at the other shapes (H100,
    WORKSPACE.md, issue 12, session 64). The tournament

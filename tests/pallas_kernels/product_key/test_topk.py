@@ -351,7 +351,7 @@ def test_the_frontier_needs_its_key_ties_broken_by_residuals(monkeypatch):
 
 def bf16_grid_scores_with_a_mixed_tie(seed: int, sub_keys: int, rows: int, mixed_row: int):
   """Normal scores rounded to bfloat16, held in float32 (the layer's with bf16
-  activations): every sum is exact, and most rows tie among their best k + 1. Row
+  activations): the best sums are exact, and most rows tie among their best k + 1. Row
   `mixed_row` instead ties an exact sum with an inexact one: first half (2^24, 2^24 - 1),
   second half (0, 1.5), the rest -1e3: its best sums are slot 1 (2^24 + 1.5, rounded to
   2^24 + 2), slot S + 1 (2^24 + 0.5, inexact, rounded to 2^24) and slot 0 (2^24, exact),
