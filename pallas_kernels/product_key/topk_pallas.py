@@ -587,10 +587,10 @@ class _Picked(NamedTuple):
 
 
 def _store_candidates(part_fields, starts, rows: _Rows, candidates_ref, together: bool):
-  """Stores each candidate part's fields [R, P] (part_fields(i): keys, slots, and for the
-  exact frontier residuals' bits) at lanes starts[i] + 0..P-1 of row `field` of
-  candidates_ref [rows, F, T]. together (`KernelConfig.form_parts_together`): every part
-  formed, then stored field by field; else each part formed and stored before the next."""
+  """Stores each candidate part's fields [R, P] (part_fields(i): keys, slots) at lanes
+  starts[i] + 0..P-1 of row `field` of candidates_ref [rows, F, T]. together
+  (`KernelConfig.form_parts_together`): every part formed, then stored field by field;
+  else each part formed and stored before the next."""
   live = rows.store < candidates_ref.shape[0]
 
   def store(start, field, values):
@@ -807,7 +807,8 @@ def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_
   exact: heads are compared in the exact order, so the k picks are the exact order's by
   construction, with no check and no fallback (module docstring, step 4): among equal keys
   the largest residual first, the residuals computed from scores_ref only in a round
-  where some row has two heads of the best key (`_break_key_ties`). False: by (key, slot)
+  where some row has two heads of the best key and some candidate's sum in the program is
+  inexact (`_break_key_ties`). False: by (key, slot)
   (`KernelConfig.exact_order=False`). together: as for `_select`."""
   total = candidates_ref.shape[-1]
   live = rows.store < candidates_ref.shape[0]
@@ -1170,21 +1171,19 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
   program means some row has two: that one count over the program, independent of the
   pick's reduction, decides the branch, and the rows are told apart only inside it.
 
-  Where every tied sum is exact in float32 (residuals 0: scores on bf16's grid, as the
-  layer's are with bf16 activations, where nearly every row has equal sums among its
-  best k + 1) the lowest id is already the exact order's pick. So the branch runs only
-  where some candidate's sum in the program is inexact (`some_inexact`, a scalar found as
-  the candidates were formed) or a tied tail head's is. That last test rides on the count
-  of tied tail heads (inexact ones counted from bit 16): as a reduction of its own it cost
-  0.08 ms at S = 512, k = 64 (H100, session 64)."""
+  Where every candidate's sum in the program is exact in float32 (`some_inexact` False,
+  a scalar found as the candidates were formed: scores on bf16's grid, as the layer's are
+  with bf16 activations, where nearly every row has equal sums among its best k + 1),
+  equal keys among heads are equal sums, so the lowest id is already the exact order's
+  pick, and every head's residual is 0, which is what `_against_tails` compares a tail
+  head's with: the branch runs only where some sum is inexact. (Session 64 timed a form
+  that also sent rounds with a tied inexact tail head down the branch, redundantly, its
+  test folded into the tail count: 0.754-0.761 ms at S = 512, k = 64 on an H100, 0.752
+  with no tail test; as a reduction of its own that test cost 0.08 ms.)"""
   tail_key = None if tail_head is None else tail_head[0]
   ties = jnp.sum(tied.astype(jnp.int32))
-  inexact = some_inexact
-  if tail_head is not None:  # one sum: tied tail heads below bit 16, inexact ones above
-    tail_ties = jnp.sum(jnp.where(tail_key == top,
-                                  jnp.where(tail_head[2] != 0, 0x10001, 1), 0))
-    ties = ties + (tail_ties & 0xFFFF)
-    inexact = inexact | (tail_ties > 0xFFFF)
+  if tail_head is not None:
+    ties = ties + jnp.sum((tail_key == top).astype(jnp.int32))
 
   def by_residual(pick):
     several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
@@ -1192,16 +1191,14 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
       several = several | (tail_key == top)
     several = several & (top != _TAKEN)  # every head taken: _NO_ID picked, a tail's turn
     real = tied & (ids != _NO_ID)
-    first = _load_scores(scores_ref, rows, jnp.where(real, slots // sub_keys, 0), None)
-    second = _load_scores(scores_ref, rows, sub_keys + jnp.where(real, slots % sub_keys, 0),
-                          None)
-    residuals = jnp.where(real, sum_residual(first, second, first + second), -jnp.inf)
+    _, residuals = _slot_sums(scores_ref, rows, jnp.where(real, slots, 0), sub_keys)
+    residuals = jnp.where(real, residuals, -jnp.inf)
     residual = jnp.max(residuals, axis=1, keepdims=True)
     exact_pick = jnp.min(jnp.where(real & (residuals == residual), ids, _NO_ID), axis=1,
                          keepdims=True)
     return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
 
-  return lax.cond((ties > top.shape[0]) & inexact, by_residual,
+  return lax.cond((ties > top.shape[0]) & some_inexact, by_residual,
                   lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
 
 
