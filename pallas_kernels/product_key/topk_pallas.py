@@ -1145,15 +1145,21 @@ def _exact_order_missed(scores_ref, rows: _Rows, idx_ref, picked: _Picked, k: in
   return missed
 
 
+def _largest_residual(among, residuals, slots):
+  """(residual, slot) [R, 1]: the largest residual of the entries `among` [R, X] (bool)
+  and the lowest slot that has it (slots may be any ids in the slots' order): the best of
+  entries of one key in the exact order. A row with none: -inf and _NO_ID."""
+  residual = jnp.max(jnp.where(among, residuals, -jnp.inf), axis=1, keepdims=True)
+  slot = jnp.min(jnp.where(among & (residuals == residual), slots, _NO_ID), axis=1,
+                 keepdims=True)
+  return residual, slot
+
+
 def _best_exactly(keys, residuals, slots):
   """(key, residual, slot) [R, 1] of the best of [R, X] in the exact order (slots may be
   any ids in the slots' order)."""
   key = jnp.max(keys, axis=1, keepdims=True)
-  tied = keys == key
-  residual = jnp.max(jnp.where(tied, residuals, -jnp.inf), axis=1, keepdims=True)
-  slot = jnp.min(jnp.where(tied & (residuals == residual), slots, _NO_ID), axis=1,
-                 keepdims=True)
-  return key, residual, slot
+  return (key, *_largest_residual(keys == key, residuals, slots))
 
 
 def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_keys: int,
@@ -1192,10 +1198,7 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
     several = several & (top != _TAKEN)  # every head taken: _NO_ID picked, a tail's turn
     real = tied & (ids != _NO_ID)
     _, residuals = _slot_sums(scores_ref, rows, jnp.where(real, slots, 0), sub_keys)
-    residuals = jnp.where(real, residuals, -jnp.inf)
-    residual = jnp.max(residuals, axis=1, keepdims=True)
-    exact_pick = jnp.min(jnp.where(real & (residuals == residual), ids, _NO_ID), axis=1,
-                         keepdims=True)
+    residual, exact_pick = _largest_residual(real, residuals, ids)
     return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
 
   return lax.cond((ties > top.shape[0]) & some_inexact, by_residual,
