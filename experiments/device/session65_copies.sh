@@ -4,8 +4,8 @@
 # `count-if-inexact` (on x65: no tie counts where every sum is exact).
 set -eu
 source experiments/device/copies.sh  # main_only, archive, branch_from_patch
-# A new checkout keeps main only: the branches from their patches (on main at 54c70cb).
-branch_from_patch fast-exact-test 54c70cb
+# A new checkout keeps main only: the branches from their patches (on main at b3e7114).
+branch_from_patch fast-exact-test b3e7114
 branch_from_patch count-if-inexact fast-exact-test
 main_only m65 pallas_kernels/product_key/topk_pallas.py "some_inexact"
 archive x65 fast-exact-test
