@@ -1,5 +1,5 @@
-# Run here (not on the device), from the repository root: makes devrun/ for call 65a
-# and 65b (`carry=[".whl", "devrun"]`): m65 = main (exact-sums merged); x65 = branch
+# Run here (not on the device), from the repository root: makes devrun/ for call 65c
+# (`carry=[".whl", "devrun"]`): m65 = main (exact-sums merged); x65 = branch
 # `fast-exact-test` (the candidates' exactness check by Fast2Sum's test); c65 = branch
 # `count-if-inexact` (on x65: no tie counts where every sum is exact).
 set -eu

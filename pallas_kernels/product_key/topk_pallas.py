@@ -1188,8 +1188,7 @@ def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_ke
   with no tail test; as a reduction of its own that test cost 0.08 ms. Session 66 timed
   the count itself run only under a `lax.cond` on `some_inexact`, which XLA unswitches
   into two round loops: 3% faster on bf16-grid rows at S = 512, k = 32, 9% slower on
-  float32 rows at k = 64, on an H100; branch `count-on-main`. The Fast2Sum test in place
-  of the residual at formation, 96 registers against 115, was 5-7% slower at k = 32.)"""
+  float32 rows at k = 64, on an H100; branch `count-on-main`.)"""
   tail_key = None if tail_head is None else tail_head[0]
   ties = jnp.sum(tied.astype(jnp.int32))
   if tail_head is not None:
@@ -1387,6 +1386,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     sums = first_scores + second_scores
     keys = jnp.where(rank >= 0, ordered_key(sums), _TAKEN)
     slots = jnp.where(rank >= 0, first * sub_keys + second, _NO_ID)
+    # Fast2Sum's test (total - larger == smaller) in place of the residual: 96 registers
+    # against 115 in XLA's build, yet 5-7% slower at S = 512, k = 32 (H100, session 66).
     inexact = (_any_row((rank >= 0) & (sum_residual(first_scores, second_scores, sums) != 0))
                if exact_frontier else None)
     return keys, slots, inexact
