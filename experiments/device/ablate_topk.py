@@ -4,8 +4,13 @@ exact frontier: `topk_pallas.default_config`):
   clamp: the control: the candidates' picks clamped into the half and the final ids into
          the S^2 slots (the cut copies carry the same clamps, so every address stays in
          range where a cut leaves lanes of the pick log or of the ids unwritten);
-  h1:    clamp + the halves' rounds cut to one (of k // 2 = 16): the later picks are
-         unwritten lanes of the pick log, clamped;
+  h1:    clamp + the halves' rounds cut to one (of k // 2 = 16): the later ranks' picks
+         are stand-ins, stored without rounds, distinct from each other and from the first
+         (the first pick's index + r, mod S; a lazy tail's head can still equal one, a
+         tie in 2 of 8 random normal rows in interpret mode, so h1 runs the tie branch a
+         little more than main). (Call 67a left those lanes unwritten, clamped:
+         many candidates were then one pair, so their keys tied in most rounds and the
+         frontier's tie branch ran: 0.706 ms against main's 0.354, an artifact.)
   f1:    clamp + the frontier's rounds cut to one (of k = 32): the later ids are unwritten
          lanes, clamped;
   h1f1:  both: what is left is the halves' start, the candidates' formation and stores,
@@ -28,7 +33,11 @@ CLAMP = [
 ]
 HALVES_ONE_ROUND = [
     ("  states = lax.fori_loop(0, rounds, round_, tuple(half.start() for half in halves))",
-     "  states = lax.fori_loop(0, 1, round_, tuple(half.start() for half in halves))"),
+     "  starts = tuple(half.start() for half in halves)\n"
+     "  states = lax.fori_loop(0, 1, round_, starts)\n"
+     "  for r in range(1, rounds):  # distinct stand-in picks: no ties the rounds would not make\n"
+     "    for log, start in zip(logs, starts):\n"
+     "      _log_pick(log, rows, r, (start.pick_col + r) % sub_keys)"),
 ]
 FRONTIER_ONE_ROUND = [
     ("  lax.fori_loop(0, k, round_, (head_key, head_id, head_next, *_start_tails(tails)))",

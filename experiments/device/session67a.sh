@@ -1,8 +1,8 @@
 # Call 67a: carry .whl and devrun (session67_copies.sh); kind nvidia-h200, for whatever card
-# comes; about 200 s. Issue 12's target shape (65,536 rows, S = 512, k = 32): main's default
-# and `exact_order=false` on both kinds of rows, `lax.top_k` over the 1,024 scores and the
-# XLA path (66b's steps); then where main's time goes: the stage cuts of ablate_topk.py
-# (clamp, h1, f1, h1f1) and main, one process each, twice in opposite orders.
+# comes; 114 s on an H100 (session 67). Issue 12's target shape (65,536 rows, S = 512, k =
+# 32): main's default and `exact_order=false` on both kinds of rows, `lax.top_k` over the
+# 1,024 scores and the XLA path (66b's steps); then where main's time goes: the stage cuts of
+# ablate_topk.py (clamp, h1, f1, h1f1) and main, one process each, twice in opposite orders.
 source experiments/device/common.sh
 step f_main 40 . python -m experiments.device.time_topk_flagged --rows=65536 \
   --sub_keys=512 --inputs=normal,bf16_grid --k=32 --tilings=default,exact_order=false

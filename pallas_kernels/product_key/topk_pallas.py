@@ -99,6 +99,12 @@ False`, the default there) took XLA's build from 96 registers to 80 at S = 512 a
 an H100, while at S = 512, k = 32 (96 registers against 118) it was 2.5% slower (session
 63).
 
+Where the time goes at S = 512, k = 32 (an H100, 65,536 rows, copies with a stage's loop
+cut to one trip: `experiments/device/ablate_topk.py`, WORKSPACE.md, issue 12, session 67):
+the frontier's later rounds about 31%, the halves' later rounds about 25%, and 45% neither
+(the halves' start over all 2S scores, the candidates' formation, the logits; reading the
+scores alone takes at least a fifth of the kernel's time). No stage holds most of it.
+
 The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
 Scores must not be NaN.
