@@ -19,6 +19,13 @@ step() {
   local rc=$?; LAST_RC=$rc
   { echo "== $name rc=$rc $(( $(date +%s) - t0 )) s (limit $limit)"; tail -n 3 "$OUT/$name.log"; } >> "$OUT/calls.log"
 }
+# topk_figures NAME: the shape and the back-to-back figures of a `bench_ops --op=topk` step's
+# log ($OUT/NAME.log: the kernel, `lax.top_k` over the 2S scores, the XLA path) on one line
+# of calls.log.
+topk_figures() {
+  grep -ho '"sub_keys": [0-9]*\|"k": [0-9]*\|"fwd_back_to_back_ms": [0-9.]*\|"lax_top_k_2s_back_to_back_ms": [0-9.]*\|"xla_fwd_back_to_back_ms": [0-9.]*' \
+    "$OUT/$1.log" | tr '\n' ' ' >> "$OUT/calls.log"; echo >> "$OUT/calls.log"
+}
 # step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
 # each, alternating, once per name in ROUNDS ("a b c"), then collect_steps. With GDN_TREE
 # set (`GDN_TREE=m52 step_rounds ...`), each round ends with `gdn_small`'s step in

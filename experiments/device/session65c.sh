@@ -2,8 +2,8 @@
 # 64's two planned calls in one, the decisive timing first, so that a call cut short by
 # DEADLINE still decides (session 65's starts were all refused). Main (m65), branch
 # fast-exact-test (x65: the exactness check by Fast2Sum's test) and branch
-# count-if-inexact (c65, on x65: no tie counts where every sum is exact), at 65,536 rows, S = 512, on float32 and bf16-grid rows, one process each,
-# alternating: k = 32 twice (main also with `exact_order=false` once, the floor), k = 64
+# count-if-inexact (c65, on x65: no tie counts where every sum is exact), at 65,536 rows,
+# S = 512, on float32 and bf16-grid rows, one process each, alternating: k = 32 twice (main also with `exact_order=false` once, the floor), k = 64
 # once. Then c65's compiled tests, then the other shapes for c65 and main. Merge the
 # faster branch if it is ahead at S = 512, k = 32 and behind nowhere beyond noise.
 source experiments/device/common.sh

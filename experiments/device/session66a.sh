@@ -21,8 +21,7 @@ for round in a b; do
 done
 step t_m66_512 60 devrun/m66 python -m experiments.bench_ops --op=topk --repeats=30 \
   --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-grep -ho '"sub_keys": [0-9]*\|"k": [0-9]*\|"fwd_back_to_back_ms": [0-9.]*\|"lax_top_k_2s_back_to_back_ms": [0-9.]*\|"xla_fwd_back_to_back_ms": [0-9.]*' \
-  "$OUT"/t_m66_512.log | tr '\n' ' ' >> "$OUT/calls.log"; echo >> "$OUT/calls.log"
+topk_figures t_m66_512
 step t_tests 210 devrun/o66 env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 6 -m gpu \
   tests/pallas_kernels/product_key/test_topk.py \
   -k "compiled_matches or default or block_rows-2] or exact_order or lazy_tail-False]"

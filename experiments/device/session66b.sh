@@ -7,7 +7,6 @@ step f_m66_32 40 devrun/m66 python -m experiments.device.time_topk_flagged --row
   --sub_keys=512 --inputs=normal,bf16_grid --k=32 --tilings=default,exact_order=false
 step t_m66_512 60 devrun/m66 python -m experiments.bench_ops --op=topk --repeats=30 \
   --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-grep -ho '"fwd_back_to_back_ms": [0-9.]*\|"lax_top_k_2s_back_to_back_ms": [0-9.]*\|"xla_fwd_back_to_back_ms": [0-9.]*' \
-  "$OUT"/t_m66_512.log | tr '\n' ' ' >> "$OUT/calls.log"; echo >> "$OUT/calls.log"
+topk_figures t_m66_512
 cat "$OUT"/t_*.log "$OUT"/f_*.log > "$OUT/topk.log"; rm -f "$OUT"/t_*.log "$OUT"/f_*.log
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
