@@ -331,12 +331,15 @@ class _PickLog(NamedTuple):
   interpret: bool
 
 
-def _log_pick(log: _PickLog, rows: _Rows, r, pick_col):
+def _log_pick(log: _PickLog, rows: _Rows, r, pick_col, pick_key=None):
   """Round r's pick [R, 1] stored at lane r: one store per round, where updating every
-  candidate of rank r in registers cost a pass over all candidates per round."""
+  candidate of rank r in registers cost a pass over all candidates per round; its key
+  (`ordered_key` of its score), where given, at lane r of plane 2 + half."""
   lane = jnp.full(rows.store.shape, r, jnp.int32)
-  pltriton.store(log.scratch.at[rows.store, log.half, lane], pick_col,
-                 mask=rows.store < log.scratch.shape[0])
+  live = rows.store < log.scratch.shape[0]
+  pltriton.store(log.scratch.at[rows.store, log.half, lane], pick_col, mask=live)
+  if pick_key is not None:
+    pltriton.store(log.scratch.at[rows.store, 2 + log.half, lane], pick_key, mask=live)
 
 
 def _picks_by_rank(log: _PickLog, rows: _Rows, rank):
@@ -356,7 +359,7 @@ def _scan_half(scores_ref, rows: _Rows, offset: int, log: _PickLog, *, sub_keys:
 
   def round_(r, keys):
     pick_col = _first_max_lane(keys, pick)[:, None]  # lanes are the half's indices
-    _log_pick(log, rows, r, pick_col)
+    _log_pick(log, rows, r, pick_col, jnp.max(keys, axis=1, keepdims=True))
     return jnp.where(cols == pick_col, _TAKEN, keys)
 
   lax.fori_loop(0, rounds, round_, keys)
@@ -469,7 +472,7 @@ def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int,
 
   def round_(r, states):
     for log, state in zip(logs, states):
-      _log_pick(log, rows, r, state.pick_col)
+      _log_pick(log, rows, r, state.pick_col, state.top)
     return tuple(half.take(state) for half, state in zip(halves, states))
 
   states = lax.fori_loop(0, rounds, round_, tuple(half.start() for half in halves))
@@ -764,120 +767,95 @@ def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, i
   return _Picked(((best, best_slot),) + _tail_heads(tail_carry), runs.seen)
 
 
-class FrontierLayout(NamedTuple):
-  """Where the final frontier (`_select_frontier`) finds its candidates, in memory order:
-  ranks [2, E] (first half, second half) of the E entries, lane i's pairs (i, 0), (i, 1),
-  ... with (i + 1)(j + 1) <= k and j < ranked one after another; nexts [E] the position
-  of each entry's successor in its lane (E, a taken stopper, after a lane's last); and
-  lane_starts [L] each lane's first position (E for lanes past `ranked`; L =
-  next_power_of_two(ranked))."""
-  ranks: np.ndarray
-  nexts: np.ndarray
-  lane_starts: np.ndarray
+def _score_of_key(key):
+  """`ordered_key`'s inverse: int32 keys -> their float32 scores (key 0: +0.0)."""
+  negative = key >> 31  # -1 for a negative score's key, else 0
+  return lax.bitcast_convert_type((key + negative) ^ (negative & 0x7FFFFFFF), jnp.float32)
 
 
-def frontier_layout(k: int, ranked: int) -> FrontierLayout:
-  """The frontier's candidates for the k best from each half's `ranked` best entries."""
-  counts = [min(k // (i + 1), ranked) for i in range(ranked)]
-  entries = sum(counts)
-  ranks = np.array([(i, j) for i, count in enumerate(counts) for j in range(count)],
-                   np.int32).reshape(-1, 2).T
-  lane_starts = np.full(next_power_of_two(ranked), entries, np.int32)
-  lane_starts[:ranked] = np.cumsum([0] + counts[:-1])
-  nexts = np.arange(1, entries + 1, dtype=np.int32)
-  nexts[lane_starts[:ranked] + np.array(counts) - 1] = entries
-  return FrontierLayout(ranks, nexts, lane_starts)
+def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: int,
+                     interpret: bool, tails: tuple = (), exact: bool = True) -> None:
+  """The k best candidates' slots, best first, to idx_ref (module docstring, step 3,
+  `final_select="frontier"`), from the halves' pick logs: lane i < `ranked` runs along
+  the pairs (i, 0), (i, 1), ... with (i + 1)(j + 1) <= k and j < ranked, which come in the
+  exact order (the second half is ranked, and its equal scores lowest index first), as do
+  a tail's, so the best untaken candidate is the best of the lanes' and tails' heads.
 
-
-def _select_frontier(candidate_part, starts, rows: _Rows, ranks_ref, candidates_ref, idx_ref,
-                     k: int, sub_keys: int, stopper: int, lanes: int, scores_ref,
-                     interpret: bool, tails: tuple = (), exact: bool = True,
-                     together: bool = True) -> None:
-  """`_select`'s result by a frontier (`final_select="frontier"`). The candidates (part by
-  part from candidate_part, as for `_select`, at lanes from `starts`) come in
-  `frontier_layout`'s order:
-  ranks_ref[2] holds each one's successor in its lane and ranks_ref[3, :lanes] the lanes'
-  first positions; `stopper` is the first position past them (a taken entry).
-
-  Along a lane i the pairs (i, j) come in the exact order (the second half is ranked, and
-  its equal scores lowest index first), as do a tail's, so the best untaken candidate is
-  the best of the lanes' and tails' heads. A round is one max and one min among equal
-  keys over the heads ([R, lanes]); the winning lane's head becomes its successor, one
-  entry loaded per row. (The tournament's round reduces over its group bests, reloads the
-  winner's group of 16 and reduces over that too. On the H200 the frontier was 1-9%
-  faster than the tournament at every benchmarked shape: WORKSPACE.md, issue 12, session
-  40.) Where slot and position fit in 31 bits together, an entry's slot is stored as
-  slot << bits | successor, so the pick names the entry to load; else each lane's
-  successor is kept beside its head and found by a third reduction.
+  The heads are formed in registers, never stored: each lane holds its first-half score
+  and a round that takes lane i's head loads the second half's next rank (its column and
+  key, from the pick log) and forms the lane's next sum. A round is one max and one min
+  among equal keys over the heads ([R, L]), one load per row and the new head's sum.
+  Where slot and rank fit in 31 bits together, a head's id is slot << bits | j, so the
+  pick names the rank to load; else a third reduction finds it.
 
   exact: heads are compared in the exact order, so the k picks are the exact order's by
-  construction, with no check and no fallback (module docstring, step 4): among equal keys
-  the largest residual first, the residuals computed from scores_ref only in a round
-  where some row has two heads of the best key and some candidate's sum in the program is
-  inexact (`_break_key_ties`). False: by (key, slot)
-  (`KernelConfig.exact_order=False`). together: as for `_select`."""
-  total = candidates_ref.shape[-1]
-  live = rows.store < candidates_ref.shape[0]
-  next_bits = max(1, (total - 1).bit_length())
-  packed = _packs_into_ids(sub_keys, next_bits)
+  construction (module docstring, step 4): each head's residual is kept beside its key,
+  and among equal keys the largest residual wins (`_break_key_ties`). False: by (key,
+  slot) (`KernelConfig.exact_order=False`)."""
+  live = rows.store < idx_ref.shape[0]
+  lanes = next_power_of_two(ranked)
+  lane = jnp.arange(lanes, dtype=jnp.int32)[None, :]                    # [1, L]
+  lengths = jnp.where(lane < ranked, jnp.minimum(k // (lane + 1), ranked), 0)
+  shape = (rows.load.shape[0], lanes)
+  rank_bits = max(1, (ranked - 1).bit_length())
+  packed = _packs_into_ids(sub_keys, rank_bits)
+  scratch = logs[0].scratch
 
-  inexact_parts = []  # per part, whether some sum of it in the program is inexact
+  def logged(plane, rank):  # a pick log's column (planes 0, 1) or key (2, 3) at `rank`
+    return pltriton.load(scratch.at[rows.load, plane, rank])
 
-  def fields(part):
-    keys, slots, inexact = candidate_part(part)
-    inexact_parts.append(inexact)
-    if packed:
-      successors = ranks_ref[2, pl.ds(int(starts[part]), slots.shape[1])][None, :]  # [1, P]
-      slots = _pack_ids(slots, successors, next_bits)
-    return keys, slots
+  platform.triton_barrier(interpret)  # the pick logs, before their loads
+  first_rank = jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape)
+  first_col = logged(0, first_rank)                                     # [R, L]
+  first_value = _score_of_key(logged(2, first_rank))
 
-  _store_candidates(fields, starts, rows, candidates_ref, together)
-  some_inexact = functools.reduce(jnp.logical_or, inexact_parts) if exact else None
-  platform.triton_barrier(interpret)
-
-  def load(position):  # (key, id) of the entries at `position`
-    return tuple(pltriton.load(candidates_ref.at[rows.load, field, position])
-                 for field in (0, 1))
+  def heads(rank):
+    """(key, id, residual) [R, L] of each lane's pair with the second half's `rank` [R, 1]
+    (`_TAKEN`, `_NO_ID` past the lane's end)."""
+    at = jnp.minimum(rank, ranked - 1)
+    second_col, second_value = logged(1, at), _score_of_key(logged(3, at))
+    total = first_value + second_value
+    inside = rank < lengths
+    slot = first_col * sub_keys + second_col
+    ids = _pack_ids(slot, rank, rank_bits) if packed else slot
+    residual = sum_residual(first_value, second_value, total) if exact else None
+    return jnp.where(inside, ordered_key(total), _TAKEN), jnp.where(inside, ids, _NO_ID), residual
 
   def round_(r, carry):
-    head_key, head_id, head_next, tail_carry, tail_head = carry
+    head_key, head_id, head_rank, head_residual, tail_carry, tail_head = carry
     top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
     tied = head_key == top
     pick = jnp.min(jnp.where(tied, head_id, _NO_ID), axis=1, keepdims=True)
     top_residual = None
     if exact:  # among equal keys the larger exact sum (packed ids keep the slots' order)
-      head_slot = jnp.right_shift(head_id, next_bits) if packed else head_id
-      pick, top_residual = _break_key_ties(scores_ref, rows, top, tied, head_id, head_slot,
-                                           pick, sub_keys, some_inexact,
+      pick, top_residual = _break_key_ties(top, tied, head_id, head_residual, pick,
                                            tail_head if tails else None)
-    if packed:  # once every head is taken the pick is _NO_ID: its bits name the stopper
-      pick_slot = jnp.right_shift(pick, next_bits)
-      successor = jnp.minimum(pick & ((1 << next_bits) - 1), stopper)
+    won = head_id == pick
+    if packed:  # once every head is taken the pick is _NO_ID: its rank bits are past all
+      pick_slot = jnp.right_shift(pick, rank_bits)
+      rank = pick & ((1 << rank_bits) - 1)
     else:
       pick_slot = pick
-      successor = jnp.min(jnp.where(head_id == pick, head_next, stopper), axis=1,
-                          keepdims=True)
+      rank = jnp.min(jnp.where(won, head_rank, ranked), axis=1, keepdims=True)
     taken_slot = pick_slot
     if tails:
       took_tail, taken_slot = _against_tails(tail_head, top, pick_slot, top_residual)
-    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
-                   taken_slot, mask=live)
-    new_key, new_id = load(successor)                                  # [R, 1]
-    # Ids of heads not at the stopper are distinct; the stopper's (_NO_ID) is picked only
-    # when every head is at it, and then a tail is taken.
-    won = head_id == pick
-    if tails:
       won = won & ~took_tail
       tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
+    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
+                   taken_slot, mask=live)
+    new_key, new_id, new_residual = heads(rank + 1)
     if not packed:
-      head_next = jnp.where(won, pltriton.load(ranks_ref.at[2, successor]), head_next)
-    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_next,
-            tail_carry, tail_head)
+      head_rank = jnp.where(won, rank + 1, head_rank)
+    if exact:
+      head_residual = jnp.where(won, new_residual, head_residual)
+    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_rank,
+            head_residual, tail_carry, tail_head)
 
-  first = ranks_ref[3, pl.ds(0, lanes)][None, :]                      # [1, L]
-  head_key, head_id = load(jnp.broadcast_to(first, (rows.load.shape[0], lanes)))
-  head_next = () if packed else jnp.broadcast_to(ranks_ref[2, first], head_key.shape)
-  lax.fori_loop(0, k, round_, (head_key, head_id, head_next, *_start_tails(tails)))
+  head_key, head_id, head_residual = heads(jnp.zeros(rows.load.shape, jnp.int32))
+  head_rank = () if packed else jnp.where(lane < ranked, 0, ranked) + jnp.zeros(shape, jnp.int32)
+  lax.fori_loop(0, k, round_, (head_key, head_id, head_rank,
+                               head_residual if exact else (), *_start_tails(tails)))
   platform.triton_barrier(interpret)
 
 
@@ -1051,6 +1029,22 @@ def _threshold_halves(scores_ref, rows: _Rows, logs, work_ref, *, sub_keys: int,
         log.scratch.at[rows.store, log.half, lane]), rounds, interpret, by_key_first=True)
 
 
+def _log_keys(scores_ref, rows: _Rows, logs, sub_keys: int, rounds: int,
+              interpret: bool) -> None:
+  """Each half's picks' keys into its pick log (planes 2, 3), for selections that log
+  only the columns (`_threshold_halves`)."""
+  platform.triton_barrier(interpret)  # the columns, before their loads
+  rank = jnp.arange(next_power_of_two(rounds), dtype=jnp.int32)[None, :]
+  at = jnp.broadcast_to(jnp.minimum(rank, rounds - 1), (rows.load.shape[0], rank.shape[1]))
+  stored = jnp.broadcast_to((rows.store < logs[0].scratch.shape[0]) & (rank < rounds),
+                            at.shape)
+  lanes = jnp.broadcast_to(rank, at.shape)  # unclamped: a masked lane's store lands apart
+  for offset, log in zip((0, sub_keys), logs):
+    cols = pltriton.load(log.scratch.at[rows.load, log.half, at])
+    pltriton.store(log.scratch.at[rows.store, 2 + log.half, lanes],
+                   _keys(scores_ref, rows, offset, cols, sub_keys), mask=stored)
+
+
 def _select_by_threshold(scores_ref, keys, slots, rows: _Rows, work_ref, idx_ref, k: int,
                          sub_keys: int, interpret: bool) -> _Picked:
   """`_select`'s result by `_thresholds` (`final_select="threshold"`), packing into set 0
@@ -1168,49 +1162,34 @@ def _best_exactly(keys, residuals, slots):
   return (key, *_largest_residual(keys == key, residuals, slots))
 
 
-def _break_key_ties(scores_ref, rows: _Rows, top, tied, ids, slots, pick, sub_keys: int,
-                    some_inexact, tail_head=None):
+def _break_key_ties(top, tied, ids, residuals, pick, tail_head=None):
   """(pick, top_residual) [R, 1]: the frontier's round winner in the exact order, given
-  the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids and slots)
-  and `pick`, the lowest id among them. Among equal keys the larger residual wins, so
-  only a row with two such heads, or a tail head of key `top` (tail_head: its key, slot
-  and residual [R, 1]) to compare with the winner, needs residuals: in a program with
-  such a row (rare on float32 scores: 74 of 65,536 random normal rows at S = 512, k = 32
-  have two equal logits in a row) they are computed from the heads' scores, reloaded, by
-  the same `sum_residual` as the twin's; elsewhere the pick stands, with top_residual 0
-  (compared with nothing).
-  Every row has a head of key `top`, so more than R such heads (and tail heads) in the
-  program means some row has two: that one count over the program, independent of the
-  pick's reduction, decides the branch, and the rows are told apart only inside it.
-
-  Where every candidate's sum in the program is exact in float32 (`some_inexact` False,
-  a scalar found as the candidates were formed: scores on bf16's grid, as the layer's are
-  with bf16 activations, where nearly every row has equal sums among its best k + 1),
-  equal keys among heads are equal sums, so the lowest id is already the exact order's
-  pick, and every head's residual is 0, which is what `_against_tails` compares a tail
-  head's with: the branch runs only where some sum is inexact. (Session 64 timed a form
-  that also sent rounds with a tied inexact tail head down the branch, redundantly, its
-  test folded into the tail count: 0.754-0.761 ms at S = 512, k = 64 on an H100, 0.752
-  with no tail test; as a reduction of its own that test cost 0.08 ms. Session 66 timed
-  the count itself run only under a `lax.cond` on `some_inexact`, which XLA unswitches
-  into two round loops: 3% faster on bf16-grid rows at S = 512, k = 32, 9% slower on
-  float32 rows at k = 64, on an H100; branch `count-on-main`.)"""
+  the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids, in the
+  slots' order, and residuals) and `pick`, the lowest id among them. Among equal keys the
+  larger residual wins, so only a row with two such heads, or a tail head of key `top`
+  (tail_head: its key, slot and residual [R, 1]) to compare with the winner, needs the
+  residuals, and only where some tied head's residual is nonzero: elsewhere equal keys
+  are equal sums, the pick stands and its residual is 0 (on scores on bf16's grid, as the
+  layer's are with bf16 activations, nearly every row has equal sums among its best k + 1,
+  all exact in float32). Every row has a head of key `top`, so more than R such heads (and
+  tail heads) in the program means some row has two: that one count over the program,
+  independent of the pick's reduction, decides the branch with the inexact test, and the
+  rows are told apart only inside it."""
   tail_key = None if tail_head is None else tail_head[0]
   ties = jnp.sum(tied.astype(jnp.int32))
   if tail_head is not None:
     ties = ties + jnp.sum((tail_key == top).astype(jnp.int32))
+  inexact = _any_row(tied & (residuals != 0))
 
   def by_residual(pick):
     several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
     if tail_key is not None:
       several = several | (tail_key == top)
     several = several & (top != _TAKEN)  # every head taken: _NO_ID picked, a tail's turn
-    real = tied & (ids != _NO_ID)
-    _, residuals = _slot_sums(scores_ref, rows, jnp.where(real, slots, 0), sub_keys)
-    residual, exact_pick = _largest_residual(real, residuals, ids)
+    residual, exact_pick = _largest_residual(tied & (ids != _NO_ID), residuals, ids)
     return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
 
-  return lax.cond((ties > top.shape[0]) & some_inexact, by_residual,
+  return lax.cond((ties > top.shape[0]) & inexact, by_residual,
                   lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
 
 
@@ -1316,8 +1295,8 @@ def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...]
   `_select_frontier`); "threshold" (either
   step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
   final selection reusing set 0)."""
-  memory = {"picks": (num_rows, 2, next_power_of_two(per_half))}
-  if config.final_select in ("tournament", "frontier"):
+  memory = {"picks": (num_rows, 4, next_power_of_two(per_half))}
+  if config.final_select == "tournament":
     memory["candidates"] = (num_rows, 2, sum(parts))  # keys, slots
   halves = config.half_select == "threshold"
   if halves or config.final_select == "threshold":
@@ -1405,10 +1384,11 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all
-    picked = _select_frontier(candidate_part, starts, rows, ranks_ref, work["candidates"],
-                              idx_ref, k, sub_keys, frontier_layout(k, ranked).ranks.shape[1],
-                              next_power_of_two(ranked), scores_ref, interpret, tails,
-                              exact=config.exact_order, together=together)
+    if config.half_select == "threshold":
+      _log_keys(scores_ref, rows, logs, sub_keys, per_half, interpret)
+    _select_frontier(rows, logs, idx_ref, k, sub_keys, ranked, interpret, tails,
+                     exact=config.exact_order)
+    picked = None
   else:
     picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
                      interpret, tails, together=together)
@@ -1436,22 +1416,14 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   rows = scores.reshape(-1, width)
   num_rows = rows.shape[0]
   ranked = ranked_per_half(k, per_half, config)
-  if config.final_select == "frontier":
-    layout = frontier_layout(k, ranked)
-    pair_ranks = layout.ranks
-    # the stopper after the entries
-    parts = candidate_parts(pair_ranks.shape[1] + 1)
-    # Rows 2 and 3: each entry's successor in its lane and the lanes' first positions.
-    ranks = np.full((4, sum(parts)), -1, np.int32)
-    ranks[2] = len(layout.nexts)  # the stopper and the padding after it lead to the stopper
-    ranks[2, :len(layout.nexts)] = layout.nexts
-    ranks[3, :len(layout.lane_starts)] = layout.lane_starts
+  if config.final_select == "frontier":  # forms its candidates from the pick logs
+    parts, ranks = (), np.full((2, 1), -1, np.int32)
   else:
     pairs = candidate_pairs(k, per_half)
     pair_ranks = pairs[(pairs < ranked).all(axis=1)].T  # the rest: the tails (`_Tail`)
     parts = candidate_parts(pair_ranks.shape[1])
     ranks = np.full((2, sum(parts)), -1, np.int32)
-  ranks[:2, :pair_ranks.shape[1]] = pair_ranks
+    ranks[:, :pair_ranks.shape[1]] = pair_ranks
   memory = _working_memory(num_rows, k, per_half, parts, config)
   kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
                              sub_keys=sub_keys, k=k, per_half=per_half, ranked=ranked,
