@@ -767,6 +767,26 @@ def _tournament(rows: _Rows, candidates_ref, idx_ref, k: int, tails: tuple, *, i
   return _Picked(((best, best_slot),) + _tail_heads(tail_carry), runs.seen)
 
 
+def _sums_exact(*values) -> jax.Array:
+  """Whether every sum of two of the float32 `values` (arrays of any shapes) is exact in
+  float32 (a scalar; False also where some value is infinite). Sufficient, not necessary:
+  each value is a multiple of its lowest significand bit's weight, so of the smallest such
+  weight q among them, and so is every sum; a multiple of q below 2^24 q in magnitude is a
+  float32. The scores on bf16's grid that the layer passes with bf16 activations pass it
+  wherever the values span fewer than 16 binades."""
+  def lowest_bit(value):  # the weight of |value|'s lowest set significand bit (0: inf)
+    bits = lax.bitcast_convert_type(jnp.abs(value), jnp.int32)
+    without = lax.bitcast_convert_type(bits - (bits & -bits), jnp.float32)
+    power_of_two = (bits & 0x7FFFFF) == 0  # the lowest set bit is the exponent's
+    return jnp.where(value == 0, jnp.inf,
+                     jnp.where(power_of_two, jnp.abs(value), jnp.abs(value) - without))
+
+  largest = functools.reduce(jnp.maximum, (jnp.max(jnp.abs(v)) for v in values))
+  finest = functools.reduce(jnp.minimum, (jnp.min(lowest_bit(v)) for v in values))
+  # 2^24 q may overflow to inf: then the test holds, as it should.
+  return (largest < jnp.inf) & (2 * largest < jnp.float32(2.0**24) * finest)
+
+
 def _score_of_key(key):
   """`ordered_key`'s inverse: int32 keys -> their float32 scores (key 0: +0.0)."""
   negative = key >> 31  # -1 for a negative score's key, else 0
@@ -781,7 +801,7 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   exact order (the second half is ranked, and its equal scores lowest index first), as do
   a tail's, so the best untaken candidate is the best of the lanes' and tails' heads.
 
-  The heads are formed in registers, never stored: each lane holds its first-half score
+  The heads are formed in registers, never stored: each lane holds its first-half score,
   and a round that takes lane i's head loads the second half's next rank (its column and
   key, from the pick log) and forms the lane's next sum. A round is one max and one min
   among equal keys over the heads ([R, L]), one load per row and the new head's sum.
@@ -789,8 +809,9 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   pick names the rank to load; else a third reduction finds it.
 
   exact: heads are compared in the exact order, so the k picks are the exact order's by
-  construction (module docstring, step 4): each head's residual is kept beside its key,
-  and among equal keys the largest residual wins (`_break_key_ties`). False: by (key,
+  construction (module docstring, step 4): among equal keys the largest residual wins
+  (`_break_key_ties`, from the heads' scores, kept in registers), needed only where some
+  head's sum may be inexact (`_sums_exact` of the ranked scores, once). False: by (key,
   slot) (`KernelConfig.exact_order=False`)."""
   live = rows.store < idx_ref.shape[0]
   lanes = next_power_of_two(ranked)
@@ -805,31 +826,31 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
     return pltriton.load(scratch.at[rows.load, plane, rank])
 
   platform.triton_barrier(interpret)  # the pick logs, before their loads
-  first_rank = jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape)
-  first_col = logged(0, first_rank)                                     # [R, L]
-  first_value = _score_of_key(logged(2, first_rank))
+  ranks = jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape)
+  first_col = logged(0, ranks)                                          # [R, L]
+  first_value = _score_of_key(logged(2, ranks))
+  some_inexact = ~_sums_exact(first_value, _score_of_key(logged(3, ranks))) if exact else None
 
   def heads(rank):
-    """(key, id, residual) [R, L] of each lane's pair with the second half's `rank` [R, 1]
-    (`_TAKEN`, `_NO_ID` past the lane's end)."""
+    """(key, id, second-half score) [R, L] of each lane's pair with the second half's
+    `rank` [R, 1] (`_TAKEN`, `_NO_ID` past the lane's end)."""
     at = jnp.minimum(rank, ranked - 1)
     second_col, second_value = logged(1, at), _score_of_key(logged(3, at))
-    total = first_value + second_value
     inside = rank < lengths
     slot = first_col * sub_keys + second_col
     ids = _pack_ids(slot, rank, rank_bits) if packed else slot
-    residual = sum_residual(first_value, second_value, total) if exact else None
-    return jnp.where(inside, ordered_key(total), _TAKEN), jnp.where(inside, ids, _NO_ID), residual
+    return (jnp.where(inside, ordered_key(first_value + second_value), _TAKEN),
+            jnp.where(inside, ids, _NO_ID), jnp.broadcast_to(second_value, shape))
 
   def round_(r, carry):
-    head_key, head_id, head_rank, head_residual, tail_carry, tail_head = carry
+    head_key, head_id, head_second, head_rank, tail_carry, tail_head = carry
     top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
     tied = head_key == top
     pick = jnp.min(jnp.where(tied, head_id, _NO_ID), axis=1, keepdims=True)
     top_residual = None
     if exact:  # among equal keys the larger exact sum (packed ids keep the slots' order)
-      pick, top_residual = _break_key_ties(top, tied, head_id, head_residual, pick,
-                                           tail_head if tails else None)
+      pick, top_residual = _break_key_ties(top, tied, head_id, first_value, head_second,
+                                           pick, some_inexact, tail_head if tails else None)
     won = head_id == pick
     if packed:  # once every head is taken the pick is _NO_ID: its rank bits are past all
       pick_slot = jnp.right_shift(pick, rank_bits)
@@ -844,18 +865,18 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
       tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
                    taken_slot, mask=live)
-    new_key, new_id, new_residual = heads(rank + 1)
+    new_key, new_id, new_second = heads(rank + 1)
     if not packed:
       head_rank = jnp.where(won, rank + 1, head_rank)
     if exact:
-      head_residual = jnp.where(won, new_residual, head_residual)
-    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_rank,
-            head_residual, tail_carry, tail_head)
+      head_second = jnp.where(won, new_second, head_second)
+    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_second,
+            head_rank, tail_carry, tail_head)
 
-  head_key, head_id, head_residual = heads(jnp.zeros(rows.load.shape, jnp.int32))
-  head_rank = () if packed else jnp.where(lane < ranked, 0, ranked) + jnp.zeros(shape, jnp.int32)
-  lax.fori_loop(0, k, round_, (head_key, head_id, head_rank,
-                               head_residual if exact else (), *_start_tails(tails)))
+  head_key, head_id, head_second = heads(jnp.zeros(rows.load.shape, jnp.int32))
+  head_rank = () if packed else jnp.broadcast_to(jnp.where(lane < ranked, 0, ranked), shape)
+  lax.fori_loop(0, k, round_, (head_key, head_id, head_second if exact else (), head_rank,
+                               *_start_tails(tails)))
   platform.triton_barrier(interpret)
 
 
@@ -1162,34 +1183,42 @@ def _best_exactly(keys, residuals, slots):
   return (key, *_largest_residual(keys == key, residuals, slots))
 
 
-def _break_key_ties(top, tied, ids, residuals, pick, tail_head=None):
+def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inexact,
+                    tail_head=None):
   """(pick, top_residual) [R, 1]: the frontier's round winner in the exact order, given
   the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids, in the
-  slots' order, and residuals) and `pick`, the lowest id among them. Among equal keys the
-  larger residual wins, so only a row with two such heads, or a tail head of key `top`
-  (tail_head: its key, slot and residual [R, 1]) to compare with the winner, needs the
-  residuals, and only where some tied head's residual is nonzero: elsewhere equal keys
-  are equal sums, the pick stands and its residual is 0 (on scores on bf16's grid, as the
-  layer's are with bf16 activations, nearly every row has equal sums among its best k + 1,
-  all exact in float32). Every row has a head of key `top`, so more than R such heads (and
-  tail heads) in the program means some row has two: that one count over the program,
-  independent of the pick's reduction, decides the branch with the inexact test, and the
-  rows are told apart only inside it."""
+  slots' order, and their two scores) and `pick`, the lowest id among them. Among equal
+  keys the larger residual wins, so only a row with two such heads, or a tail head of key
+  `top` (tail_head: its key, slot and residual [R, 1]) to compare with the winner, needs
+  residuals: in a program with such a row (rare on float32 scores: 74 of 65,536 random
+  normal rows at S = 512, k = 32 have two equal logits in a row) they are computed from
+  the heads' scores by the same `sum_residual` as the twin's; elsewhere the pick stands,
+  with top_residual 0 (compared with nothing).
+  Every row has a head of key `top`, so more than R such heads (and tail heads) in the
+  program means some row has two: that one count over the program, independent of the
+  pick's reduction, decides the branch, and the rows are told apart only inside it.
+
+  Where every head's sum in the program is exact in float32 (`some_inexact` False, a
+  scalar: on scores on bf16's grid, as the layer's are with bf16 activations, nearly every
+  row has equal sums among its best k + 1), equal keys among heads are equal sums, so the
+  lowest id is already the exact order's pick, and every head's residual is 0, which is
+  what `_against_tails` compares a tail head's with: the branch runs only where some sum
+  may be inexact."""
   tail_key = None if tail_head is None else tail_head[0]
   ties = jnp.sum(tied.astype(jnp.int32))
   if tail_head is not None:
     ties = ties + jnp.sum((tail_key == top).astype(jnp.int32))
-  inexact = _any_row(tied & (residuals != 0))
 
   def by_residual(pick):
     several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
     if tail_key is not None:
       several = several | (tail_key == top)
     several = several & (top != _TAKEN)  # every head taken: _NO_ID picked, a tail's turn
+    residuals = sum_residual(first_values, second_values, first_values + second_values)
     residual, exact_pick = _largest_residual(tied & (ids != _NO_ID), residuals, ids)
     return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
 
-  return lax.cond((ties > top.shape[0]) & inexact, by_residual,
+  return lax.cond((ties > top.shape[0]) & some_inexact, by_residual,
                   lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
 
 
