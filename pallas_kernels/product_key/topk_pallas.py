@@ -16,28 +16,32 @@ along the row axis for all of them at once):
    independent chains;
 2. the pair grid pruned to ranks (i + 1)(j + 1) <= k: pair (i, j) is beaten by every pair
    of lower or equal ranks in both halves, (i + 1)(j + 1) - 1 of them, so only those can be
-   in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). Blocks must have
-   a power-of-two size, so the candidates are split into parts of at least 32 lanes
-   (`candidate_parts`: 280 -> 256 + 32 lanes rather than one block of 512);
+   in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). The tournament
+   and the threshold selections form them all first; blocks must have a power-of-two
+   size, so they are split into parts of at least 32 lanes (`candidate_parts`: 280 ->
+   256 + 32 lanes rather than one block of 512);
 3. k rounds over the candidates' sums by (key, slot): the largest float32 sum, the lowest
-   slot id among equal ones. `final_select="frontier"` (the default since session 40): the
-   candidates go to memory lane by lane, lane i holding the pairs (i, 0), (i, 1), ... best
-   first, so the best untaken candidate is the best of the lanes' heads and a round loads
-   only the winner's successor (`_select_frontier`). "tournament", like step 1's "groups":
-   the candidates go to working memory, each group of 16 keeps its best untaken one, and a
-   round reloads the winner's group (`_tournament`);
+   slot id among equal ones. `final_select="frontier"` (the default since session 40):
+   lane i runs along the pairs (i, 0), (i, 1), ..., best first, so the best untaken
+   candidate is the best of the lanes' heads; the heads are formed in registers from the
+   pick logs, each lane's next only when it wins, so no candidate is stored
+   (`_select_frontier`; until session 68 every candidate was formed and stored before the
+   rounds and a round loaded the winner's successor: 0.352-0.358 ms against 0.333-0.336
+   at S = 512, k = 32 on an H100, WORKSPACE.md, issue 12). "tournament", like step 1's
+   "groups": the candidates go to working memory, each group of 16 keeps its best untaken
+   one, and a round reloads the winner's group (`_tournament`);
 4. the contract orders slots by their exact sums (`topk_xla`), and (key, slot) differs
    from that order only among equal keys of different exact sums (rounding ties). Every
    sequence the rounds take from (a lane, a tail, a group's rest) is in the exact order.
    The frontier compares its heads in that order too, (key, residual, slot), so its k
    picks are the exact order's by construction; the residuals matter only among heads of
    one key of different exact sums, so a round computes them (from the heads' scores,
-   reloaded) only in a program where some row has two heads of the best key and some sum
-   is inexact in float32 (`_break_key_ties`: on bf16-grid scores, the layer's with bf16
-   activations, the candidates' sums are exact and nearly every row ties). Until session 64 each
-   candidate's TwoSum residual was stored beside its key, one more reduction and one more
-   load every round: 6% slower at S = 512, k = 32 and 0-4% at the other shapes (H100,
-   WORKSPACE.md, issue 12, session 64). The tournament
+   kept in registers) only in a program where some row has two heads of the best key and
+   some head's sum may be inexact in float32 (`_break_key_ties`; `_sums_exact` of the
+   ranked scores holds on bf16-grid scores, the layer's with bf16 activations, where
+   nearly every row ties). A residual computed for every new head was 9% slower than
+   that at S = 512, k = 32 and 25% at k = 64 (H100, session 68); until session 64 each
+   stored candidate's residual was stored beside its key: 6% slower (session 64). The tournament
    and the threshold selections compare by (key, slot), so their k picks are the exact
    order's unless two picks in a row have equal keys and are out of that order, or an
    untaken head has the last pick's key and ranks before it (`_exact_order_missed`: the
@@ -97,15 +101,18 @@ it does buy time: each part formed and stored before the next (`form_parts_toget
 False`, the default there) took XLA's build from 96 registers to 80 at S = 512 and from
 120 to 96 at S = 1,024, and the kernel from 0.846 to 0.769 ms and from 1.118 to 0.995 on
 an H100, while at S = 512, k = 32 (96 registers against 118) it was 2.5% slower (session
-63).
+63). Those figures are of the frontier that formed and stored its candidates; since
+session 68 it forms none, and `form_parts_together` serves the tournament alone.
 
-Where the time goes at S = 512, k = 32 (an H100, 65,536 rows, copies with a stage's loop
-cut to one trip: `experiments/device/ablate_topk.py`, WORKSPACE.md, issue 12, session 67):
-the frontier's later rounds about 31%, the halves' later rounds about 25%, and 45% neither
-(the halves' start over all 2S scores, the candidates' formation, the logits; reading the
-scores alone takes at least a fifth of the kernel's time). No stage holds most of it.
+Where the time went at S = 512, k = 32 with that frontier (an H100, 65,536 rows, copies
+with a stage's loop cut to one trip: `experiments/device/ablate_topk.py`, WORKSPACE.md,
+issue 12, session 67): the frontier's later rounds about 31%, the halves' later rounds
+about 25%, and 45% neither (the halves' start over all 2S scores, the candidates'
+formation, the logits; reading the scores alone takes at least a fifth of the kernel's
+time). No stage held most of it; the formation was the part session 68 removed.
 
-The pruned candidates' ranks are a compile-time list passed as a constant. The backward (a
+The pruned candidates' ranks (tournament, threshold) are a compile-time list passed as a
+constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
 Scores must not be NaN.
 """
@@ -184,7 +191,8 @@ class KernelConfig(NamedTuple):
   # second launch selecting again the flagged programs (branch `exact-pass-relaunch`)
   # 0.432 / 0.432, though XLA built its first kernel in 96 registers against 118.
   exact_order: bool = True
-  # How the final selection's candidate parts (tournament or frontier) are formed: True:
+  # How the tournament's candidate parts are formed (the frontier forms none since session
+  # 68; these figures are of the frontier that did, then the default): True:
   # every part's picks and scores loaded and its fields formed, then all stored, so the
   # loads are in flight together; False: each part formed and stored before the next, so
   # one part's fields are live at a time (fewer registers: XLA's build at k = 64, S = 512:
@@ -192,8 +200,7 @@ class KernelConfig(NamedTuple):
   # back to back (WORKSPACE.md, issue 12, session 63): S = 512, k = 64: False 0.769
   # against 0.846, S = 1,024, k = 64: 0.995 against 1.118; S = 512, k = 32: 0.384-0.391
   # against 0.375-0.377 (96 registers against 118); S = 256, k = 32: 0.280 / 0.284;
-  # S = 1,024, k = 32: 0.585 / 0.579. So `default_config` takes False with two rows a
-  # program (k >= TWO_ROWS_MIN_K).
+  # S = 1,024, k = 32: 0.585 / 0.579.
   form_parts_together: bool = True
 
 
@@ -232,7 +239,7 @@ def default_config(sub_keys: int, k: int, rows: int | None = None) -> KernelConf
   if few_rows or sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
     return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
   if k >= TWO_ROWS_MIN_K:
-    return KernelConfig(block_rows=2, form_parts_together=False)
+    return KernelConfig(block_rows=2)
   return KernelConfig()
 
 
@@ -324,8 +331,11 @@ def _first_max_lane(keys, pick: str):
 
 
 class _PickLog(NamedTuple):
-  """Where a half's rounds leave their picks: scratch [rows, 2, K'] int32 (K' >= rounds),
-  lane r of row and `half` holding round r's pick."""
+  """Where a half's rounds leave their picks: scratch [rows, 4, K'] int32 (K' >= rounds),
+  lane r of row and plane `half` holding round r's pick (its column in the half), of
+  plane 2 + `half` its key (`ordered_key` of its score: the frontier forms its sums from
+  those, `_select_frontier`). The groups and the scans log both as they pick;
+  `_threshold_halves` logs the columns and `_log_keys` the keys after them."""
   scratch: jax.Array
   half: int
   interpret: bool
@@ -658,8 +668,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
             sub_keys: int, interpret: bool, tails: tuple = (),
             together: bool = True) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
-  (candidate_part(i): keys [R, P], slots [R, P] and a flag, unused here, of part i;
-  slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
+  (candidate_part(i): keys [R, P] and slots [R, P] of part i; slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
   stored to candidates_ref [rows, 2, T] for `_tournament` (`_store_candidates`: every
   part formed first if `together`, else one part at a time). Where slot and lane fit in 31
   bits together, a candidate's slot is stored as slot << lane_bits | lane, so the round's
@@ -670,7 +679,7 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
   with_lane = _packs_into_ids(sub_keys, lane_bits)
 
   def fields(part):
-    keys, slots, _ = candidate_part(part)
+    keys, slots = candidate_part(part)
     if with_lane:
       lanes = int(starts[part]) + jnp.arange(slots.shape[1], dtype=jnp.int32)[None, :]
       slots = _pack_ids(slots, lanes, lane_bits)
@@ -1319,9 +1328,9 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
 def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
                     config: KernelConfig) -> dict:
   """The kernel's working memory by name (the Triton backend has no scratch operands, so
-  it is outputs): picks [rows, 2, K'] int32, the halves' picks by rank (`_PickLog`);
-  "tournament", "frontier": candidates [rows, 2, sum(parts)] int32 (`_select`,
-  `_select_frontier`); "threshold" (either
+  it is outputs): picks [rows, 4, K'] int32, the halves' picks by rank and their keys
+  (`_PickLog`); "tournament": candidates [rows, 2, sum(parts)] int32 (`_select`);
+  "threshold" (either
   step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
   final selection reusing set 0)."""
   memory = {"picks": (num_rows, 4, next_power_of_two(per_half))}
@@ -1387,12 +1396,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
 
-  exact_frontier = config.exact_order and config.final_select == "frontier"
-
   def candidate_part(part):
-    """(keys [R, P], slots [R, P], inexact) of candidate part `part` (module docstring,
-    step 2); inexact, for the exact frontier only (else None): a scalar, whether some sum
-    of the part in the program is inexact in float32 (a nonzero residual)."""
+    """(keys [R, P], slots [R, P]) of candidate part `part` (module docstring, step 2)."""
     first, second = picks_of_part(part)
     rank = first_rank[part]
     first_scores = _load_scores(scores_ref, rows, first, width)
@@ -1400,16 +1405,12 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
     sums = first_scores + second_scores
     keys = jnp.where(rank >= 0, ordered_key(sums), _TAKEN)
     slots = jnp.where(rank >= 0, first * sub_keys + second, _NO_ID)
-    # Fast2Sum's test (total - larger == smaller) in place of the residual: 96 registers
-    # against 115 in XLA's build, yet 5-7% slower at S = 512, k = 32 (H100, session 66).
-    inexact = (_any_row((rank >= 0) & (sum_residual(first_scores, second_scores, sums) != 0))
-               if exact_frontier else None)
-    return keys, slots, inexact
+    return keys, slots
 
   if together:  # every part formed before any is stored
     candidate_part = [candidate_part(part) for part in range(len(parts))].__getitem__
   if config.final_select == "threshold":  # selects from every part at once
-    keys, slots, _ = zip(*(candidate_part(part) for part in range(len(parts))))
+    keys, slots = zip(*(candidate_part(part) for part in range(len(parts))))
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
                                   sub_keys, interpret)
   elif config.final_select == "frontier":  # exact by construction, or not at all

@@ -45,7 +45,8 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(block_rows=2),
     topk_pallas.KernelConfig(final_select="tournament"),
     topk_pallas.KernelConfig(exact_order=False),
-    topk_pallas.KernelConfig(block_rows=2, form_parts_together=False),
+    # the frontier from threshold halves (session 68: their keys logged by `_log_keys`)
+    topk_pallas.KernelConfig(block_rows=2, half_select="threshold"),
 ]
 
 
@@ -178,8 +179,9 @@ CONFIGS = [
     topk_pallas.KernelConfig(half_select="threshold", final_select="threshold", block_rows=2),
     topk_pallas.KernelConfig(half_select="groups", group_size=8, final_select="threshold"),
     topk_pallas.KernelConfig(exact_order=False, block_rows=2),
-    # candidate parts formed and stored one at a time (frontier, tournament)
-    topk_pallas.KernelConfig(block_rows=2, form_parts_together=False),
+    # the frontier from threshold halves (their picks' keys logged after them, `_log_keys`);
+    # the tournament's candidate parts formed and stored one at a time
+    topk_pallas.KernelConfig(block_rows=2, half_select="threshold"),
     topk_pallas.KernelConfig(final_select="tournament", form_parts_together=False),
 ]
 THRESHOLD = topk_pallas.KernelConfig(half_select="threshold", final_select="threshold")
@@ -278,7 +280,7 @@ def swamped_scores(seed: int, sub_keys: int, rows: int) -> jnp.ndarray:
 # The frontier's first (exact by construction: no check), then the checked selections.
 SWAMPED_CONFIGS = [topk_pallas.KernelConfig(block_rows=2),
                    topk_pallas.KernelConfig(block_rows=2, lazy_tail=False),
-                   topk_pallas.KernelConfig(block_rows=2, form_parts_together=False),
+                   topk_pallas.KernelConfig(block_rows=2, half_select="threshold"),
                    topk_pallas.KernelConfig(block_rows=2, final_select="tournament"),
                    topk_pallas.KernelConfig(block_rows=2, half_select="threshold",
                                             final_select="threshold")]
@@ -513,6 +515,44 @@ def test_sum_residual_is_what_rounding_dropped():
   assert (got != 0).sum() > 1000  # most of these sums were rounded
 
 
+def test_sums_exact_never_holds_where_a_sum_rounds():
+  """`_sums_exact` against float64 pair sums of sets of float32 values (normal, on bf16's
+  grid over a few or many binades, subnormal, integers times powers of two with zeros,
+  powers of two, an infinity): where it holds, every pair's sum is exact; it holds on
+  every bf16-grid set of normal scores (the frontier then skips its residuals) and on
+  none with an infinity."""
+  rng = np.random.default_rng(3)
+  to_bf16_grid = lambda x: np.asarray(jnp.asarray(x, jnp.float32).astype(jnp.bfloat16)
+                                      .astype(jnp.float32))
+  makers = {
+      "normal": lambda n: rng.standard_normal(n),
+      "bf16": lambda n: to_bf16_grid(rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5)),
+      "bf16_wide": lambda n: to_bf16_grid(rng.standard_normal(n) * np.exp(rng.uniform(-20, 20, n))),
+      "subnormal": lambda n: rng.integers(-1000, 1000, n) * 2.0 ** rng.integers(-150, -120),
+      "integers": lambda n: np.where(rng.random(n) < 0.3, -0.0,
+                                     rng.integers(-4096, 4096, n) * 2.0 ** rng.integers(-20, 20)),
+      "powers": lambda n: 2.0 ** rng.integers(-140, 120, n) * rng.choice([-1, 1], n),
+  }
+  sums_exact = jax.jit(topk_pallas._sums_exact)
+  held = {name: 0 for name in makers}
+  for trial in range(240):
+    name = list(makers)[trial % len(makers)]
+    values = makers[name](int(rng.integers(2, 40))).astype(np.float32)
+    infinite = trial % 24 == 0
+    if infinite:
+      values[0] = np.inf
+    first, second = values[:len(values) // 2], values[len(values) // 2:]
+    got = bool(sums_exact(jnp.asarray(first), jnp.asarray(second)))
+    with np.errstate(invalid="ignore"):
+      pairs = values[:, None].astype(np.float64) + values[None, :]
+      exact = np.isfinite(values).all() and (
+          (values[:, None] + values[None, :]).astype(np.float64) == pairs).all()
+    assert exact or not got, (name, values)
+    assert not (got and infinite)
+    held[name] += got
+  assert held["bf16"] == 40 and held["integers"] > 30 and held["normal"] < 10
+
+
 def test_ordered_key_orders_like_the_floats():
   """Negative and positive normals, subnormals, both zeros, infinities, bf16-rounded
   duplicates: key(x) < key(y) exactly when x < y, and -0.0 and +0.0 share a key."""
@@ -581,10 +621,9 @@ def test_default_config_thresholds_halves_of_at_most_four_k():
     assert (config.half_select, config.final_select) == ("threshold", "threshold")
   for sub_keys, k in [(512, 32), (256, 32), (1024, 16)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig()
-  # Two rows per program from k = 64 on (the groups), candidate parts formed one at a time.
+  # Two rows per program from k = 64 on (the groups).
   for sub_keys, k in [(512, 64), (1024, 64), (2048, 128)]:
-    assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(
-        block_rows=2, form_parts_together=False)
+    assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(block_rows=2)
 
 
 def test_default_config_thresholds_few_rows_whatever_s_and_k():
