@@ -18,6 +18,9 @@ exact frontier: `topk_pallas.default_config`):
 A cut loop of one trip is straight-line code, so the copies also differ in what the
 compiler can schedule across; read their gaps as estimates. (Session 33-34's cuts of the
 tournament form of that time are in git at ef7061e.)
+Its edits match the kernel up to 5adb527 (the frontier that formed and stored its
+candidates, which session 68 replaced); run it in a tree of that commit
+(`git worktree add /tmp/t67 5adb527`).
 Usage (repo root): python experiments/device/ablate_topk.py clamp h1 f1 h1f1"""
 import pathlib
 import shutil

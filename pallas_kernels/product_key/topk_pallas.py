@@ -156,7 +156,7 @@ class KernelConfig(NamedTuple):
   64), lazy tails since session 36
   (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k or the
   rows are few (`FEW_ROWS_MAX`) `default_config` takes threshold selections, and 2 rows per
-  program from k = 64 on (`TWO_ROWS_MIN_K`).
+  program from k = 64 and S = 1,024 on (`TWO_ROWS_MIN_K`, `TWO_ROWS_MIN_SUB_KEYS`).
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -213,12 +213,17 @@ class KernelConfig(NamedTuple):
 # 0.51; S = 512, k = 32: 0.91 / 0.64 (k = 64: 1.32 / 1.37-1.39 forward, slower back to back
 # and with the backward: a tie); S = 1,024, k = 32 and 64: 1.65 / 0.93 and 2.26 / 1.63.
 THRESHOLD_MAX_SUB_KEYS_PER_K = 4
-# From this k on the groups take 2 rows per program, not 4 (timed with the tournament). On the
-# H200 at 65,536 rows, back to back, fwd ms (default against block_rows=2, two processes;
-# WORKSPACE.md, issue 12, session 37): S = 512, k = 64: 0.831 / 0.770 and 0.829 / 0.775;
-# S = 1,024, k = 64: 1.016 / 0.979 and 1.014 / 0.981. At k = 32, 2 rows were the slower
-# (S = 512: 0.436 against 0.411, session 35). Untimed between 32 and 64, and above 64.
+# From this k on, and this S on, the groups take 2 rows per program, not 4. With the frontier
+# that forms its heads in registers (session 68; an H100 at 65,536 rows, back to back, fwd
+# ms, two processes in opposite orders, WORKSPACE.md, issue 12): S = 1,024, k = 64: 2 rows
+# 0.910 / 0.908 against 4 rows' 0.987 / 0.987; S = 512, k = 64: 0.771 / 0.775 against
+# 0.741 / 0.739, so 4 rows there (S = 512 is the smallest S that takes the groups at k =
+# 64: `THRESHOLD_MAX_SUB_KEYS_PER_K`). Earlier, with the tournament, 2 rows were the faster
+# at both (the H200, session 37: S = 512, 0.770-0.775 against 0.829-0.831). At k = 32, 2
+# rows were the slower (S = 512: 0.436 against 0.411, session 35). Untimed between 32 and
+# 64, and above 64.
 TWO_ROWS_MIN_K = 64
+TWO_ROWS_MIN_SUB_KEYS = 1024
 # Up to this many rows the threshold selections on one row per program whatever S and k:
 # with few rows the time is one program's chain of dependent steps, and the threshold form's
 # chain is the shortest; with many, the groups' 4 (or 2) rows a program do less work per row.
@@ -238,7 +243,7 @@ def default_config(sub_keys: int, k: int, rows: int | None = None) -> KernelConf
   few_rows = rows is not None and rows <= FEW_ROWS_MAX
   if few_rows or sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
     return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
-  if k >= TWO_ROWS_MIN_K:
+  if k >= TWO_ROWS_MIN_K and sub_keys >= TWO_ROWS_MIN_SUB_KEYS:
     return KernelConfig(block_rows=2)
   return KernelConfig()
 
@@ -1504,5 +1509,6 @@ def product_key_topk(scores: jax.Array, k: int, *, config: KernelConfig | None =
 
 
 __all__ = ["FEW_ROWS_MAX", "FINAL_SELECTS", "HALF_SELECTS", "KernelConfig", "PICKS",
-           "THRESHOLD_MAX_SUB_KEYS_PER_K", "TWO_ROWS_MIN_K", "candidate_parts", "check_config",
-           "default_config", "ordered_key", "product_key_topk"]
+           "THRESHOLD_MAX_SUB_KEYS_PER_K", "TWO_ROWS_MIN_K", "TWO_ROWS_MIN_SUB_KEYS",
+           "candidate_parts", "check_config", "default_config", "ordered_key",
+           "product_key_topk"]

@@ -621,9 +621,10 @@ def test_default_config_thresholds_halves_of_at_most_four_k():
     assert (config.half_select, config.final_select) == ("threshold", "threshold")
   for sub_keys, k in [(512, 32), (256, 32), (1024, 16)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig()
-  # Two rows per program from k = 64 on (the groups).
-  for sub_keys, k in [(512, 64), (1024, 64), (2048, 128)]:
+  # Two rows per program from k = 64 and S = 1,024 on (the groups); four at S = 512.
+  for sub_keys, k in [(1024, 64), (2048, 128)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(block_rows=2)
+  assert topk_pallas.default_config(512, 64) == topk_pallas.KernelConfig()
 
 
 def test_default_config_thresholds_few_rows_whatever_s_and_k():
