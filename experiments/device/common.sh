@@ -26,6 +26,13 @@ topk_figures() {
   grep -ho '"sub_keys": [0-9]*\|"k": [0-9]*\|"fwd_back_to_back_ms": [0-9.]*\|"lax_top_k_2s_back_to_back_ms": [0-9.]*\|"xla_fwd_back_to_back_ms": [0-9.]*' \
     "$OUT/$1.log" | tr '\n' ' ' >> "$OUT/calls.log"; echo >> "$OUT/calls.log"
 }
+# topk_flagged NAME TREE SUB_KEYS K INPUTS TILINGS: `time_topk_flagged` at 65,536 rows in
+# devrun/topk_TREE (TREE "root": the repository root), logged as step f_NAME.
+topk_flagged() {
+  local dir=devrun/topk_$2; [ "$2" = root ] && dir=.
+  step "f_$1" 40 "$dir" python -m experiments.device.time_topk_flagged --rows=65536 \
+    --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6"
+}
 # step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
 # each, alternating, once per name in ROUNDS ("a b c"), then collect_steps. With GDN_TREE
 # set (`GDN_TREE=m52 step_rounds ...`), each round ends with `gdn_small`'s step in

@@ -5,23 +5,19 @@
 # and `exact_order=false`, one process per tree and round, two rounds in opposite orders;
 # this tree's compiled tests; then the other benchmarked shapes, one process each.
 source experiments/device/common.sh
-flagged() {  # flagged NAME TREE SUB_KEYS K INPUTS TILINGS: time_topk_flagged in a tree
-  local dir=devrun/topk_$2; [ "$2" = lazy ] && dir=.
-  step "f_$1" 40 "$dir" python -m experiments.device.time_topk_flagged --rows=65536 \
-    --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6"
-}
+# Trees: main (devrun/topk_main) and root (this tree, logged as "lazy" in calls 68a-68c).
 n=0
-for tree in main lazy lazy main; do
-  flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
+for tree in main root root main; do
+  topk_flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
 done
 step t_tests 120 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 4 -m gpu \
   tests/pallas_kernels/product_key/test_topk.py
-step b_lazy 60 . python -m experiments.bench_ops --op=topk --repeats=30 \
+step b_root 60 . python -m experiments.bench_ops --op=topk --repeats=30 \
   --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-topk_figures b_lazy
+topk_figures b_root
 for shape in "256 32" "1024 32" "512 64" "1024 64"; do
   set -- $shape
-  for tree in main lazy; do flagged "${tree}_$1_$2" "$tree" "$1" "$2" normal default; done
+  for tree in main root; do topk_flagged "${tree}_$1_$2" "$tree" "$1" "$2" normal default; done
 done
 cat "$OUT"/f_*.log "$OUT"/b_*.log > "$OUT/topk.log"
 rm -f "$OUT"/f_*.log "$OUT"/b_*.log

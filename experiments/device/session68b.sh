@@ -4,23 +4,19 @@
 # ranked scores does not hold. At k = 64 this tree also tries 4 rows a program (the
 # frontier no longer stores candidates). The compiled tests last, on 8 workers.
 source experiments/device/common.sh
-flagged() {  # flagged NAME TREE SUB_KEYS K INPUTS TILINGS: time_topk_flagged in a tree
-  local dir=devrun/topk_$2; [ "$2" = lazy ] && dir=.
-  step "f_$1" 40 "$dir" python -m experiments.device.time_topk_flagged --rows=65536 \
-    --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6"
-}
+# Trees: main (devrun/topk_main) and root (this tree, logged as "lazy" in calls 68a-68c).
 n=0
-for tree in main lazy lazy main; do
-  flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
+for tree in main root root main; do
+  topk_flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
 done
 for shape in "256 32" "1024 32" "512 64" "1024 64"; do
   set -- $shape
-  flagged "main_$1_$2" main "$1" "$2" normal default
-  flagged "lazy_$1_$2" lazy "$1" "$2" normal default,block_rows=4
+  topk_flagged "main_$1_$2" main "$1" "$2" normal default
+  topk_flagged "root_$1_$2" root "$1" "$2" normal default,block_rows=4
 done
-step b_lazy 60 . python -m experiments.bench_ops --op=topk --repeats=30 \
+step b_root 60 . python -m experiments.bench_ops --op=topk --repeats=30 \
   --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-topk_figures b_lazy
+topk_figures b_root
 cat "$OUT"/f_*.log "$OUT"/b_*.log > "$OUT/topk.log"
 rm -f "$OUT"/f_*.log "$OUT"/b_*.log
 step t_tests 150 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \

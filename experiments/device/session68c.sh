@@ -1,31 +1,27 @@
 # Call 68c: as 68b (carry .whl and devrun from session68_copies.sh; this tree's frontier forms
 # its heads in registers, devrun/topk_main's stores its candidates), for the card that
 # comes (kind nvidia-h200: issue 12's target is for an H200). The target shape, two rounds
-# in opposite orders; `bench_ops` there; at k = 64 this tree's 2 rows a program (the
+# in opposite orders; `bench_ops` there; at k = 64 this tree's 2 rows a program (then the
 # default) against 4, twice in opposite orders, and main; S = 256 and 1,024 at k = 32; then
 # the compiled top-k tests with the time left.
 source experiments/device/common.sh
-flagged() {  # flagged NAME TREE SUB_KEYS K INPUTS TILINGS: time_topk_flagged in a tree
-  local dir=devrun/topk_$2; [ "$2" = lazy ] && dir=.
-  step "f_$1" 40 "$dir" python -m experiments.device.time_topk_flagged --rows=65536 \
-    --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6"
-}
+# Trees: main (devrun/topk_main) and root (this tree, logged as "lazy" in calls 68a-68c).
 n=0
-for tree in main lazy lazy main; do
-  flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
+for tree in main root root main; do
+  topk_flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
 done
-step b_lazy 60 . python -m experiments.bench_ops --op=topk --repeats=30 \
+step b_root 60 . python -m experiments.bench_ops --op=topk --repeats=30 \
   --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-topk_figures b_lazy
+topk_figures b_root
 for shape in "512 64" "1024 64"; do
   set -- $shape
-  flagged "lazy_$1_$2_a" lazy "$1" "$2" normal default,block_rows=4
-  flagged "lazy_$1_$2_b" lazy "$1" "$2" normal block_rows=4,default
-  flagged "main_$1_$2" main "$1" "$2" normal default
+  topk_flagged "root_$1_$2_a" root "$1" "$2" normal default,block_rows=4
+  topk_flagged "root_$1_$2_b" root "$1" "$2" normal block_rows=4,default
+  topk_flagged "main_$1_$2" main "$1" "$2" normal default
 done
 for shape in "256 32" "1024 32"; do
   set -- $shape
-  for tree in main lazy; do flagged "${tree}_$1_$2" "$tree" "$1" "$2" normal default; done
+  for tree in main root; do topk_flagged "${tree}_$1_$2" "$tree" "$1" "$2" normal default; done
 done
 cat "$OUT"/f_*.log "$OUT"/b_*.log > "$OUT/topk.log"
 rm -f "$OUT"/f_*.log "$OUT"/b_*.log
