@@ -26,7 +26,7 @@ along the row axis for all of them at once):
    candidate is the best of the lanes' heads; the heads are formed in registers from the
    pick logs, each lane's next only when it wins, so no candidate is stored
    (`_select_frontier`; until session 68 every candidate was formed and stored before the
-   rounds and a round loaded the winner's successor: 0.352-0.358 ms against 0.333-0.336
+   rounds and a round loaded the winner's successor: 0.352-0.366 ms against 0.333-0.336
    at S = 512, k = 32 on an H100, WORKSPACE.md, issue 12). "tournament", like step 1's
    "groups": the candidates go to working memory, each group of 16 keeps its best untaken
    one, and a round reloads the winner's group (`_tournament`);
