@@ -673,12 +673,12 @@ def _select(candidate_part, starts, rows: _Rows, candidates_ref, idx_ref, k: int
             sub_keys: int, interpret: bool, tails: tuple = (),
             together: bool = True) -> _Picked:
   """k rounds over the candidates (module docstring, step 3) as a tournament: part by part
-  (candidate_part(i): keys [R, P] and slots [R, P] of part i; slots distinct where the key is not _TAKEN; lanes from `starts`), keys and slots are
-  stored to candidates_ref [rows, 2, T] for `_tournament` (`_store_candidates`: every
-  part formed first if `together`, else one part at a time). Where slot and lane fit in 31
-  bits together, a candidate's slot is stored as slot << lane_bits | lane, so the round's
-  pick also names the winner's lane, and its group, without a reduction over the groups
-  to find it."""
+  (candidate_part(i): keys [R, P] and slots [R, P] of part i; slots distinct where the
+  key is not _TAKEN; lanes from `starts`), keys and slots are stored to candidates_ref
+  [rows, 2, T] for `_tournament` (`_store_candidates`: every part formed first if
+  `together`, else one part at a time). Where slot and lane fit in 31 bits together, a
+  candidate's slot is stored as slot << lane_bits | lane, so the round's pick also names
+  the winner's lane, and its group, without a reduction over the groups to find it."""
   total = candidates_ref.shape[-1]
   lane_bits = max(1, (total - 1).bit_length())
   with_lane = _packs_into_ids(sub_keys, lane_bits)
@@ -1352,7 +1352,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
             sub_keys: int, k: int, per_half: int, ranked: int, parts: tuple[int, ...],
             config: KernelConfig, interpret: bool):
   """ranks [2, sum(parts)] int32: the candidates' ranks in the first and second half
-  (-1 = padding), part after part; work_refs: `_working_memory`, named by work_names;
+  (-1 = padding), part after part (the frontier, which forms its own from the pick logs:
+  none, [2, 1] of -1); work_refs: `_working_memory`, named by work_names;
   ranked: the ranks per half selected in order (< per_half: the rest as `_Tail`s)."""
   work = dict(zip(work_names, work_refs))
   picks_ref = work["picks"]
