@@ -102,7 +102,12 @@ False`, the default there) took XLA's build from 96 registers to 80 at S = 512 a
 120 to 96 at S = 1,024, and the kernel from 0.846 to 0.769 ms and from 1.118 to 0.995 on
 an H100, while at S = 512, k = 32 (96 registers against 118) it was 2.5% slower (session
 63). Those figures are of the frontier that formed and stored its candidates; since
-session 68 it forms none, and `form_parts_together` serves the tournament alone.
+session 68 it forms none, and `form_parts_together` serves the tournament alone. XLA's
+build of this frontier (JAX 0.10.2, `experiments.xla_build`, session 68): S = 512, k = 32
+in 92 registers (21 programs per SM) and 2,776 instructions, against 115 and 3,472 for the
+stored candidates (session 67); at k = 64, S = 512, 4 rows a program take 128 registers
+and 2 rows 72, yet 4 rows ran faster (0.737-0.741 ms against 0.771-0.775 on an H100); S =
+1,024: 2 rows 92, 4 rows 149.
 
 Where the time went at S = 512, k = 32 with that frontier (an H100, 65,536 rows, copies
 with a stage's loop cut to one trip: `experiments/device/ablate_topk.py`, WORKSPACE.md,
