@@ -383,6 +383,25 @@ def test_the_frontier_breaks_ties_of_exact_and_inexact_sums(config):
   assert_matches_brute_force(idx, logits, scores, k)
 
 
+@pytest.mark.parametrize("config", SWAMPED_CONFIGS, ids=config_id)
+def test_zero_sums_give_positive_zero_logits(config):
+  """Rows of -0.0, +0.0 and -1.0 (the best sums are zeros of either sign: -0.0 + -0.0 is
+  -0.0): the logits are +0.0 wherever the sum is zero, as the twin's, bit for bit (the
+  frontier stores the sum its taken key stands for; the other selections reload the
+  scores)."""
+  rng = np.random.default_rng(8)
+  scores = rng.choice(np.float32([-0.0, 0.0, -1.0]), (6, 32)).astype(np.float32)
+  scores[0] = -0.0
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8,
+                                          config=config))(jnp.asarray(scores))
+  want_idx, want_logits = topk_xla.product_key_topk(jnp.asarray(scores), 8)
+  np.testing.assert_array_equal(np.asarray(idx), np.asarray(want_idx))
+  logits, want_logits = np.asarray(logits), np.asarray(want_logits)
+  assert (logits == 0).sum() > 20 and not np.signbit(logits[logits == 0]).any()
+  np.testing.assert_array_equal(np.signbit(logits), np.signbit(want_logits))
+  np.testing.assert_array_equal(logits, want_logits)
+
+
 def test_without_the_exact_order_check_only_ids_of_rounding_ties_differ():
   """`exact_order=False` on `swamped_scores`: the logits equal the twin's everywhere, the
   ids differ in some rows (where different sums round to one float32), and each such row
