@@ -402,6 +402,24 @@ def test_zero_sums_give_positive_zero_logits(config):
   np.testing.assert_array_equal(logits, want_logits)
 
 
+@pytest.mark.parametrize("config", SWAMPED_CONFIGS, ids=config_id)
+def test_rows_with_infinities_match_the_twin(config):
+  """Rows with +inf and -inf among normal scores (every third rounded to integers): sums
+  of an infinity tie by key whatever the other score, and the exact order ranks them by it
+  (`sum_residual`: the finite score), so the frontier's residuals, formed from the scores
+  it keeps in registers, must handle them as the twin's do."""
+  rng = np.random.default_rng(5)
+  scores = rng.standard_normal((64, 32)).astype(np.float32)
+  draw = rng.random(scores.shape)
+  scores[draw < 0.1], scores[(draw >= 0.1) & (draw < 0.2)] = np.inf, -np.inf
+  scores[::3] = np.round(scores[::3])
+  idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8,
+                                          config=config))(jnp.asarray(scores))
+  want_idx, want_logits = topk_xla.product_key_topk(jnp.asarray(scores), 8)
+  np.testing.assert_array_equal(np.asarray(idx), np.asarray(want_idx))
+  np.testing.assert_array_equal(np.asarray(logits), np.asarray(want_logits))
+
+
 def test_without_the_exact_order_check_only_ids_of_rounding_ties_differ():
   """`exact_order=False` on `swamped_scores`: the logits equal the twin's everywhere, the
   ids differ in some rows (where different sums round to one float32), and each such row
