@@ -874,7 +874,7 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
     if packed:  # once every head is taken the pick is _NO_ID: its rank bits are past all
       pick_slot = jnp.right_shift(pick, rank_bits)
       rank = pick & ((1 << rank_bits) - 1)
-    else:
+    else:  # every head is taken only where a tail is taken instead (won is then cleared)
       pick_slot = pick
       rank = jnp.min(jnp.where(won, head_rank, ranked), axis=1, keepdims=True)
     taken_slot = pick_slot
