@@ -26,12 +26,45 @@ topk_figures() {
   grep -ho '"sub_keys": [0-9]*\|"k": [0-9]*\|"fwd_back_to_back_ms": [0-9.]*\|"lax_top_k_2s_back_to_back_ms": [0-9.]*\|"xla_fwd_back_to_back_ms": [0-9.]*' \
     "$OUT/$1.log" | tr '\n' ' ' >> "$OUT/calls.log"; echo >> "$OUT/calls.log"
 }
+# The top-k calls' trees: TREE names devrun/topk_TREE, or "root", the repository root.
+topk_dir() { if [ "$1" = root ]; then echo .; else echo "devrun/topk_$1"; fi; }
 # topk_flagged NAME TREE SUB_KEYS K INPUTS TILINGS: `time_topk_flagged` at 65,536 rows in
-# devrun/topk_TREE (TREE "root": the repository root), logged as step f_NAME.
+# TREE, logged as step f_NAME.
 topk_flagged() {
-  local dir=devrun/topk_$2; [ "$2" = root ] && dir=.
-  step "f_$1" 40 "$dir" python -m experiments.device.time_topk_flagged --rows=65536 \
-    --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6"
+  step "f_$1" 40 "$(topk_dir "$2")" python -m experiments.device.time_topk_flagged \
+    --rows=65536 --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6"
+}
+# topk_target TREE...: issue 12's shape (65,536 rows, S = 512, k = 32) on float32 and
+# bf16-grid rows, default and `exact_order=false`, one process per TREE in the order given
+# (name a tree twice, in opposite orders, for rounds), steps f_TREE_512_32_N.
+topk_target() {
+  local tree n=0
+  for tree in "$@"; do
+    topk_flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
+  done
+}
+# topk_bench TREE: `bench_ops --op=topk` at issue 12's shape (65,536 rows, S = 512, k = 32)
+# in TREE, logged as step b_TREE, its figures on one line of calls.log.
+topk_bench() {
+  step "b_$1" 60 "$(topk_dir "$1")" python -m experiments.bench_ops --op=topk --repeats=30 \
+    --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
+  topk_figures "b_$1"
+}
+# topk_other_shapes TREE...: issue 12's other benchmarked shapes at 65,536 rows (S = 256 and
+# 1,024 at k = 32, S = 512 and 1,024 at k = 64), the default tiling on float32 rows, each
+# TREE in turn per shape.
+topk_other_shapes() {
+  local shape tree
+  for shape in "256 32" "1024 32" "512 64" "1024 64"; do
+    for tree in "$@"; do
+      topk_flagged "${tree}_${shape/ /_}" "$tree" ${shape% *} ${shape#* } normal default
+    done
+  done
+}
+# topk_collect: the f_* and b_* step logs into topk.log (a call returns at most 8 files).
+topk_collect() {
+  cat "$OUT"/f_*.log "$OUT"/b_*.log > "$OUT/topk.log" 2> /dev/null
+  rm -f "$OUT"/f_*.log "$OUT"/b_*.log
 }
 # step_rounds "ROUNDS" TREE...: `sdm_small`'s training step in each devrun/TREE, one process
 # each, alternating, once per name in ROUNDS ("a b c"), then collect_steps. With GDN_TREE

@@ -6,13 +6,8 @@
 # the compiled top-k tests with the time left.
 source experiments/device/common.sh
 # Trees: main (devrun/topk_main) and root (this tree, logged as "lazy" in calls 68a-68c).
-n=0
-for tree in main root root main; do
-  topk_flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
-done
-step b_root 60 . python -m experiments.bench_ops --op=topk --repeats=30 \
-  --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-topk_figures b_root
+topk_target main root root main
+topk_bench root
 for shape in "512 64" "1024 64"; do
   set -- $shape
   topk_flagged "root_$1_$2_a" root "$1" "$2" normal default,block_rows=4
@@ -23,8 +18,7 @@ for shape in "256 32" "1024 32"; do
   set -- $shape
   for tree in main root; do topk_flagged "${tree}_$1_$2" "$tree" "$1" "$2" normal default; done
 done
-cat "$OUT"/f_*.log "$OUT"/b_*.log > "$OUT/topk.log"
-rm -f "$OUT"/f_*.log "$OUT"/b_*.log
+topk_collect
 step t_tests 300 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \
   tests/pallas_kernels/product_key/test_topk.py
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

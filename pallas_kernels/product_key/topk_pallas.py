@@ -1403,6 +1403,9 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
       return tuple(_picks_by_rank(log, rows, ranks[part])
                    for log, ranks in zip(logs, (first_rank, second_rank)))
 
+  # The tails load the pick log (each half's rank 0): after the barriers above, which every
+  # final selection passes (for the frontier, `picks_of_parts` of no parts is those barriers
+  # alone, what its tails need with several warps).
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
     tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
                   for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
