@@ -827,6 +827,11 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   Where slot and rank fit in 31 bits together, a head's id is slot << bits | j, so the
   pick names the rank to load; else a third reduction finds it.
 
+  The first pick is always the pair of ranks (0, 0), whose two scores are each half's
+  largest (and lowest index among equal ones): every other pair's exact sum is at most
+  its sum, and any pair of equal sum has those same two scores, at columns no lower. So
+  it is stored without a round, and the last round forms no new head.
+
   exact: heads are compared in the exact order, so the k picks are the exact order's by
   construction (module docstring, step 4): among equal keys the largest residual wins
   (`_break_key_ties`, from the heads' scores, kept in registers), needed only where some
@@ -844,11 +849,20 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   def logged(plane, rank):  # a pick log's column (planes 0, 1) or key (2, 3) at `rank`
     return pltriton.load(scratch.at[rows.load, plane, rank])
 
+  def store_pick(r, slot):  # slot [R, 1] at lane r of the output
+    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)], slot,
+                   mask=live)
+
   platform.triton_barrier(interpret)  # the pick logs, before their loads
   ranks = jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape)
   first_col = logged(0, ranks)                                          # [R, L]
   first_value = _score_of_key(logged(2, ranks))
   some_inexact = ~_sums_exact(first_value, _score_of_key(logged(3, ranks))) if exact else None
+  # Each lane's share of its heads' ids, so that forming an id is one addition per lane:
+  # (first * S + second) << bits | j = (first * S << bits) + (second << bits | j).
+  lane_id_base = first_col * sub_keys
+  if packed:
+    lane_id_base = jnp.left_shift(lane_id_base, rank_bits)
 
   def heads(rank):
     """(key, id, second-half score) [R, L] of each lane's pair with the second half's
@@ -856,12 +870,14 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
     at = jnp.minimum(rank, ranked - 1)
     second_col, second_value = logged(1, at), _score_of_key(logged(3, at))
     inside = rank < lengths
-    slot = first_col * sub_keys + second_col
-    ids = _pack_ids(slot, rank, rank_bits) if packed else slot
+    row_id = jnp.left_shift(second_col, rank_bits) | rank if packed else second_col
     return (jnp.where(inside, ordered_key(first_value + second_value), _TAKEN),
-            jnp.where(inside, ids, _NO_ID), jnp.broadcast_to(second_value, shape))
+            jnp.where(inside, lane_id_base + row_id, _NO_ID),
+            jnp.broadcast_to(second_value, shape))
 
-  def round_(r, carry):
+  def round_(r, carry, advance=True):
+    """Round r: the best head taken and stored; with `advance`, the taken lane's (or
+    tail's) next head formed (the last round's would go unused)."""
     head_key, head_id, head_second, head_rank, tail_carry, tail_head = carry
     top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
     tied = head_key == top
@@ -881,9 +897,11 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
     if tails:
       took_tail, taken_slot = _against_tails(tail_head, top, pick_slot, top_residual)
       won = won & ~took_tail
-      tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
-    pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)],
-                   taken_slot, mask=live)
+      if advance:
+        tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
+    store_pick(r, taken_slot)
+    if not advance:
+      return carry
     new_key, new_id, new_second = heads(rank + 1)
     if not packed:
       head_rank = jnp.where(won, rank + 1, head_rank)
@@ -892,10 +910,19 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
     return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_second,
             head_rank, tail_carry, tail_head)
 
-  head_key, head_id, head_second = heads(jnp.zeros(rows.load.shape, jnp.int32))
-  head_rank = () if packed else jnp.broadcast_to(jnp.where(lane < ranked, 0, ranked), shape)
-  lax.fori_loop(0, k, round_, (head_key, head_id, head_second if exact else (), head_rank,
-                               *_start_tails(tails)))
+  # Round 0 takes the pair (0, 0): lane 0 starts at rank 1, every other lane at rank 0.
+  first_rank = jnp.zeros(rows.load.shape, jnp.int32)
+  store_pick(0, logged(0, first_rank) * sub_keys + logged(1, first_rank))
+  lane_zero = lane == 0
+  at_zero, at_one = heads(first_rank), heads(first_rank + 1)
+  head_key, head_id, head_second = (jnp.where(lane_zero, one, zero)
+                                    for zero, one in zip(at_zero, at_one))
+  head_rank = () if packed else jnp.broadcast_to(
+      jnp.where(lane < ranked, lane_zero.astype(jnp.int32), ranked), shape)
+  carry = (head_key, head_id, head_second if exact else (), head_rank, *_start_tails(tails))
+  if k > 1:
+    carry = lax.fori_loop(1, k - 1, round_, carry)
+    round_(k - 1, carry, advance=False)
   platform.triton_barrier(interpret)
 
 
@@ -1224,9 +1251,12 @@ def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inex
   what `_against_tails` compares a tail head's with: the branch runs only where some sum
   may be inexact."""
   tail_key = None if tail_head is None else tail_head[0]
-  ties = jnp.sum(tied.astype(jnp.int32))
+  # Per row, then over the rows: the tail heads join the rows' counts before the sum over
+  # the rows, so one reduction serves both (two were 2 shuffles more a round).
+  ties = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True)
   if tail_head is not None:
-    ties = ties + jnp.sum((tail_key == top).astype(jnp.int32))
+    ties = ties + (tail_key == top).astype(jnp.int32)
+  ties = jnp.sum(ties)
 
   def by_residual(pick):
     several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1

@@ -209,6 +209,27 @@ def test_kernel_configs_match_brute_force(config, sub_keys, k):
     assert_matches_brute_force(idx, logits, scores, k)
 
 
+# The frontier stores its first pick, the pair of ranks (0, 0), without a round, and its
+# last round forms no head: k = 1 (no rounds), 2 (only the last) and 3, k = S^2 (every pair,
+# lane 0 at rank 1 from the start), with and without lazy tails, and by (key, slot).
+@pytest.mark.parametrize("sub_keys,k", [(32, 1), (32, 2), (32, 3), (4, 16), (512, 32)])
+@pytest.mark.parametrize("config", [topk_pallas.KernelConfig(),
+                                    topk_pallas.KernelConfig(lazy_tail=False, block_rows=2),
+                                    topk_pallas.KernelConfig(exact_order=False)], ids=str)
+def test_the_frontier_at_few_rounds_matches_brute_force(config, sub_keys, k):
+  for dtype in (jnp.float32, jnp.bfloat16):
+    scores = random_scores(sub_keys * 7 + k, sub_keys, dtype, rows=5)
+    idx, logits = jax.jit(functools.partial(topk_pallas.product_key_topk, config=config),
+                          static_argnums=1)(scores, k)
+    if config.exact_order:
+      assert_matches_brute_force(idx, logits, scores, k)
+    else:  # by (key, slot): ids may differ only where sums tie by rounding
+      _, want_sums = brute_force(np.asarray(scores.astype(jnp.float32)), k)
+      np.testing.assert_array_equal(np.asarray(logits.astype(jnp.float32)),
+                                    np.asarray(jnp.asarray(want_sums).astype(dtype)
+                                               .astype(jnp.float32)))
+
+
 @pytest.mark.parametrize("lazy_tail", [False, True])
 @pytest.mark.parametrize("packed_id_bits", [31, 0])
 @pytest.mark.parametrize("final_select", ["frontier", "tournament"])
