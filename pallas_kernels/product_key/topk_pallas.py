@@ -27,7 +27,9 @@ along the row axis for all of them at once):
    pick logs, each lane's next only when it wins, so no candidate is stored
    (`_select_frontier`; until session 68 every candidate was formed and stored before the
    rounds and a round loaded the winner's successor: 0.352-0.366 ms against 0.333-0.336
-   at S = 512, k = 32 on an H100, WORKSPACE.md, issue 12). "tournament", like step 1's
+   at S = 512, k = 32 on an H100, WORKSPACE.md, issue 12). Its first pick, the pair of
+   ranks (0, 0), needs no round, and its last round forms no head (session 69: 0.324-0.329
+   ms against 0.333-0.336 in the same call, an H100). "tournament", like step 1's
    "groups": the candidates go to working memory, each group of 16 keeps its best untaken
    one, and a round reloads the winner's group (`_tournament`);
 4. the contract orders slots by their exact sums (`topk_xla`), and (key, slot) differs
@@ -105,7 +107,9 @@ an H100, while at S = 512, k = 32 (96 registers against 118) it was 2.5% slower 
 session 68 it forms none, and `form_parts_together` serves the tournament alone. XLA's
 build of this frontier (JAX 0.10.2, `experiments.xla_build`, session 68): S = 512, k = 32
 in 92 registers (21 programs per SM) and 2,776 instructions, against 115 and 3,472 for the
-stored candidates (session 67); at k = 64, S = 512, 4 rows a program take 128 registers
+stored candidates (session 67); with the first pick stored without a round and the last
+round peeled (session 69), 92 registers and 3,128 instructions, yet 8,091 issued per
+program outside the tails' rounds against 8,502 (`triton_ir_stats.py --mix`); at k = 64, S = 512, 4 rows a program take 128 registers
 and 2 rows 72, yet 4 rows ran faster (0.737-0.741 ms against 0.771-0.775 on an H100); S =
 1,024: 2 rows 92, 4 rows 149.
 
