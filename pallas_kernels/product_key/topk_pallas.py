@@ -109,9 +109,9 @@ build of this frontier (JAX 0.10.2, `experiments.xla_build`, session 68): S = 51
 in 92 registers (21 programs per SM) and 2,776 instructions, against 115 and 3,472 for the
 stored candidates (session 67); with the first pick stored without a round and the last
 round peeled (session 69), 92 registers and 3,128 instructions, yet 8,091 issued per
-program outside the tails' rounds against 8,502 (`triton_ir_stats.py --mix`); at k = 64, S = 512, 4 rows a program take 128 registers
-and 2 rows 72, yet 4 rows ran faster (0.737-0.741 ms against 0.771-0.775 on an H100); S =
-1,024: 2 rows 92, 4 rows 149.
+program outside the tails' rounds against 8,502 (`triton_ir_stats.py --mix`); at k = 64,
+S = 512, 4 rows a program take 128 registers and 2 rows 72, yet 4 rows ran faster
+(0.737-0.741 ms against 0.771-0.775 on an H100); S = 1,024: 2 rows 92, 4 rows 149.
 
 Where the time went at S = 512, k = 32 with that frontier (an H100, 65,536 rows, copies
 with a stage's loop cut to one trip: `experiments/device/ablate_topk.py`, WORKSPACE.md,
