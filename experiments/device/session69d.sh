@@ -7,10 +7,11 @@
 # rows, default and `exact_order=false`: topk_rounds, topk_floats (+ float group bests),
 # topk_tailscore (+ tail heads' scores from their keys) and topk_both (both), one process
 # per tree and round, two rounds in opposite orders; `bench_ops --op=topk` for topk_rounds;
-# the other benchmarked shapes for topk_rounds (69c timed group-floats and 2cd0fd2 there).
+# the other benchmarked shapes for all four (69c timed group-floats and 2cd0fd2 there; XLA
+# builds topk_rounds with fewer registers than either at k = 64: WORKSPACE.md, session 69).
 source experiments/device/common.sh
 topk_target rounds floats tailscore both both tailscore floats rounds
 topk_bench rounds
-topk_other_shapes rounds
+topk_other_shapes rounds floats tailscore both
 topk_collect
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
