@@ -1257,16 +1257,15 @@ def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inex
   tail_key = None if tail_head is None else tail_head[0]
   # Per row, then over the rows: the tail heads join the rows' counts before the sum over
   # the rows, so one reduction serves both (two were 2 shuffles more a round).
-  ties = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True)
+  row_ties = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True)        # [R, 1]
   if tail_head is not None:
-    ties = ties + (tail_key == top).astype(jnp.int32)
-  ties = jnp.sum(ties)
+    row_ties = row_ties + (tail_key == top).astype(jnp.int32)
+  ties = jnp.sum(row_ties)
 
   def by_residual(pick):
-    several = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True) > 1
-    if tail_key is not None:
-      several = several | (tail_key == top)
-    several = several & (top != _TAKEN)  # every head taken: _NO_ID picked, a tail's turn
+    # A row's best head always ties itself, so a count above 1 is a second such head or a
+    # tail head of key `top`.
+    several = (row_ties > 1) & (top != _TAKEN)  # every head taken: _NO_ID, a tail's turn
     residuals = sum_residual(first_values, second_values, first_values + second_values)
     residual, exact_pick = _largest_residual(tied & (ids != _NO_ID), residuals, ids)
     return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
