@@ -530,11 +530,12 @@ class _Tail(NamedTuple):
 
   def candidate(self, state: _HalfState):
     """(key, slot, residual) [R, 1] of the head's pair (`_TAKEN`, `_NO_ID`, 0 once the
-    half is used up), from the same float32 values as the other candidates' sums."""
-    half = self.half
-    value = _load_scores(half.scores_ref, half.rows, half.offset + state.pick_col,
-                         2 * half.sub_keys)
+    half is used up), from the same float32 values as the other candidates' sums: the
+    head's score is its key's (`_score_of_key`: -0.0 comes back +0.0, which neither the
+    sum's key nor its residual tells apart), not reloaded."""
+    value = _score_of_key(state.top)
     used_up = state.top == _TAKEN
+    half = self.half
     pair = ((state.pick_col, self.partner_col) if half.offset == 0  # the first half
             else (self.partner_col, state.pick_col))
     total = value + self.partner_value
