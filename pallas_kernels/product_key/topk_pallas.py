@@ -164,8 +164,10 @@ class KernelConfig(NamedTuple):
   half rounds with 14 instructions fewer, but 0.844 / 0.843 against 0.834 / 0.834 at k =
   64), lazy tails since session 36
   (`lazy_tail`) and the frontier final selection since session 40. Where S <= 4k or the
-  rows are few (`FEW_ROWS_MAX`) `default_config` takes threshold selections, and 2 rows per
-  program from k = 64 and S = 1,024 on (`TWO_ROWS_MIN_K`, `TWO_ROWS_MIN_SUB_KEYS`).
+  rows are few (`FEW_ROWS_MAX`) `default_config` takes threshold selections, 2 rows per
+  program from k = 64 and S = 1,024 on (`TWO_ROWS_MIN_K`, `TWO_ROWS_MIN_SUB_KEYS`), and
+  the group bests found on the float scores from S = 1,024 on
+  (`FLOAT_GROUP_BESTS_MIN_SUB_KEYS`; session 70).
   """
   block_rows: int = 4         # rows of scores per program
   num_warps: int = 1
@@ -211,6 +213,16 @@ class KernelConfig(NamedTuple):
   # against 0.375-0.377 (96 registers against 118); S = 256, k = 32: 0.280 / 0.284;
   # S = 1,024, k = 32: 0.585 / 0.579.
   form_parts_together: bool = True
+  # "groups": find each group's best on the float scores and make keys of the bests alone
+  # (halves whose S is a power of two; padded halves make every entry a key, as with False).
+  # `default_config` takes it from S = `FLOAT_GROUP_BESTS_MIN_SUB_KEYS` on. On an H100 at
+  # 65,536 rows, fwd ms back to back, one process each (WORKSPACE.md, issue 12, call 70a;
+  # with the tail heads' scores from their keys): S = 1,024, k = 32: True 0.470 against
+  # 0.516; k = 64: 0.804 against 0.880; S = 512, k = 32: 0.338 / 0.345 against 0.322 / 0.320
+  # (bf16-grid rows 0.335 / 0.345 against 0.319 / 0.319); S = 512, k = 64: 0.568 / 0.567;
+  # S = 256, k = 32: 0.246 / 0.246. (Session 37, on the H200 with the tournament of then:
+  # 15% slower at S = 1,024, k = 64, faster at k = 32.)
+  float_group_bests: bool = False
 
 
 # Threshold selections (both steps, one row per program) cost 31 bit counts per half
@@ -244,6 +256,9 @@ TWO_ROWS_MIN_SUB_KEYS = 1024
 # 512: 61.4 against 49.4) and level at k = 64. Sessions 58-59 had set 128, timed at 8 and
 # 128 rows.
 FEW_ROWS_MAX = 2048
+# From this S on the groups find their bests on the float scores (`KernelConfig.
+# float_group_bests`): faster at S = 1,024, slower at 512, level at 256.
+FLOAT_GROUP_BESTS_MIN_SUB_KEYS = 1024
 
 
 def default_config(sub_keys: int, k: int, rows: int | None = None) -> KernelConfig:
@@ -252,9 +267,10 @@ def default_config(sub_keys: int, k: int, rows: int | None = None) -> KernelConf
   few_rows = rows is not None and rows <= FEW_ROWS_MAX
   if few_rows or sub_keys <= THRESHOLD_MAX_SUB_KEYS_PER_K * k:
     return KernelConfig(half_select="threshold", final_select="threshold", block_rows=1)
+  config = KernelConfig(float_group_bests=sub_keys >= FLOAT_GROUP_BESTS_MIN_SUB_KEYS)
   if k >= TWO_ROWS_MIN_K and sub_keys >= TWO_ROWS_MIN_SUB_KEYS:
-    return KernelConfig(block_rows=2)
-  return KernelConfig()
+    return config._replace(block_rows=2)
+  return config
 
 
 def check_config(config: KernelConfig) -> None:
@@ -407,6 +423,7 @@ class _Groups(NamedTuple):
   sub_keys: int
   group_size: int
   pick: str
+  float_bests: bool
 
   @property
   def size(self) -> int:
@@ -435,18 +452,24 @@ class _Groups(NamedTuple):
   def start(self) -> _HalfState:
     """Every group's best entry (ties: its first) and the head.
 
-    It loads through `_keys`' masks even where `keys_at` needs none: that is the form
-    timed. (Finding the group bests on the float scores instead, loaded without masks,
-    with keys made of those alone: 15% slower at S = 1,024, k = 64 on the H200 and no faster
-    at S = 512, k = 32, though S = 1,024, k = 32 took 0.511 ms against 0.561 in another call:
-    WORKSPACE.md, issue 12, session 37.)"""
+    With `float_bests` (halves without padding only) the group bests are found on the
+    float scores and only they are made keys: float order is the keys' order (-0.0 and
+    +0.0 equal in both; no NaN), and a key costs three integer operations per entry where
+    a float max costs one. Otherwise every entry is made a key through `_keys`' masks
+    (padding: `_TAKEN`)."""
     group_lanes = self._group_lanes()
     in_group = jnp.arange(self.size, dtype=jnp.int32)
-    tile = _keys(self.scores_ref, self.rows._replace(load=self.rows.load[:, :, None]),
-                 self.offset, group_lanes[:, :, None] * self.size + in_group,
-                 self.sub_keys)                                       # [R, G, g]
-    best = jnp.max(tile, axis=2)                                       # [R, G]
-    best_col = jnp.min(jnp.where(tile == best[:, :, None], in_group, _NO_ID), axis=2)
+    rows = self.rows._replace(load=self.rows.load[:, :, None])
+    cols = group_lanes[:, :, None] * self.size + in_group              # [1, G, g]
+    if self.float_bests and not self.padded:
+      tile = _load_scores(self.scores_ref, rows, self.offset + cols, None)  # [R, G, g]
+      best_score = jnp.max(tile, axis=2, keepdims=True)                 # [R, G, 1]
+      best = ordered_key(best_score[:, :, 0])
+    else:
+      tile = _keys(self.scores_ref, rows, self.offset, cols, self.sub_keys)
+      best = jnp.max(tile, axis=2)                                       # [R, G]
+      best_score = best[:, :, None]
+    best_col = jnp.min(jnp.where(tile == best_score, in_group, _NO_ID), axis=2)
     return self._with_head(best, group_lanes * self.size + best_col)
 
   def _with_head(self, best, best_col) -> _HalfState:
@@ -484,14 +507,14 @@ class _Groups(NamedTuple):
 
 
 def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int, pick: str,
-                   group_size: int):
+                   group_size: int, float_bests: bool):
   """`_scan_half`'s picks for both halves (offsets 0 and S; a log per half) by a tournament
   over groups of `group_size` consecutive entries (module docstring, step 1, "groups");
   returns each half's `_Groups` and state after the rounds (its head: the pick of round
   `rounds`). One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
   half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
-  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick)
+  halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick, float_bests)
                  for offset in (0, sub_keys))
 
   def round_(r, states):
@@ -1419,7 +1442,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   tails = ()
   if config.half_select == "groups":
     halves, states = _groups_halves(scores_ref, rows, logs, sub_keys=sub_keys, rounds=ranked,
-                                    pick=config.pick, group_size=config.group_size)
+                                    pick=config.pick, group_size=config.group_size,
+                                    float_bests=config.float_group_bests)
   elif config.half_select == "threshold":
     _threshold_halves(scores_ref, rows, logs, work["work"], sub_keys=sub_keys,
                       rounds=per_half, interpret=interpret)

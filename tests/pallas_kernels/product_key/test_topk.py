@@ -47,6 +47,8 @@ GPU_CONFIGS = [
     topk_pallas.KernelConfig(exact_order=False),
     # the frontier from threshold halves (session 68: their keys logged by `_log_keys`)
     topk_pallas.KernelConfig(block_rows=2, half_select="threshold"),
+    # the group bests found on the float scores (the default from S = 1,024 on)
+    topk_pallas.KernelConfig(float_group_bests=True),
 ]
 
 
@@ -197,6 +199,8 @@ CONFIGS = [
     # the tournament's candidate parts formed and stored one at a time
     topk_pallas.KernelConfig(block_rows=2, half_select="threshold"),
     topk_pallas.KernelConfig(final_select="tournament", form_parts_together=False),
+    # the group bests found on the float scores (S = 32; S = 6 and 100 are padded: keys)
+    topk_pallas.KernelConfig(float_group_bests=True, block_rows=2),
 ]
 THRESHOLD = topk_pallas.KernelConfig(half_select="threshold", final_select="threshold")
 
@@ -306,9 +310,11 @@ def swamped_scores(seed: int, sub_keys: int, rows: int) -> jnp.ndarray:
   return jnp.asarray(scores)
 
 
-# The frontier's first (exact by construction: no check), then the checked selections.
+# The frontier's first (exact by construction: no check; the second with the group bests
+# found on the float scores, so -0.0 and +0.0 meet there), then the checked selections.
 SWAMPED_CONFIGS = [topk_pallas.KernelConfig(block_rows=2),
-                   topk_pallas.KernelConfig(block_rows=2, lazy_tail=False),
+                   topk_pallas.KernelConfig(block_rows=2, lazy_tail=False,
+                                            float_group_bests=True),
                    topk_pallas.KernelConfig(block_rows=2, half_select="threshold"),
                    topk_pallas.KernelConfig(block_rows=2, final_select="tournament"),
                    topk_pallas.KernelConfig(block_rows=2, half_select="threshold",
@@ -663,11 +669,15 @@ def test_default_config_thresholds_halves_of_at_most_four_k():
     assert sub_keys <= per_k * k
     config = topk_pallas.default_config(sub_keys, k)
     assert (config.half_select, config.final_select) == ("threshold", "threshold")
-  for sub_keys, k in [(512, 32), (256, 32), (1024, 16)]:
+  for sub_keys, k in [(512, 32), (256, 32)]:
     assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig()
+  # The group bests on the float scores from S = 1,024 on.
+  floats = topk_pallas.KernelConfig(float_group_bests=True)
+  assert topk_pallas.FLOAT_GROUP_BESTS_MIN_SUB_KEYS == 1024
+  assert topk_pallas.default_config(1024, 16) == floats
   # Two rows per program from k = 64 and S = 1,024 on (the groups); four at S = 512.
   for sub_keys, k in [(1024, 64), (2048, 128)]:
-    assert topk_pallas.default_config(sub_keys, k) == topk_pallas.KernelConfig(block_rows=2)
+    assert topk_pallas.default_config(sub_keys, k) == floats._replace(block_rows=2)
   assert topk_pallas.default_config(512, 64) == topk_pallas.KernelConfig()
 
 
