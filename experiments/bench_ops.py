@@ -112,7 +112,8 @@ _TILINGS = flags.DEFINE_list(
     "row_tile, group_entries, num_warps, num_stages, l2_hints, ...; gdn: chunk_pallas, "
     "fields block_v, state_block_v, prepare_warps, output_warps, num_stages, ...; topk: "
     "topk_pallas, fields block_rows, num_warps, half_select, group_size, pick, "
-    "final_select (frontier, tournament, threshold), lazy_tail; "
+    "final_select (frontier, tournament, threshold), lazy_tail, exact_order, "
+    "float_group_bests; "
     "row_traffic: fields block_rows, block_cols, num_warps; row_chain: the same and "
     "programs; "
     "decode_attention: decode_pallas, fields block_k, num_warps, num_stages, min_programs).")
