@@ -13,7 +13,8 @@ along the row axis for all of them at once):
    of `group_size` entries, reduces over those group bests and reloads (from memory) only
    the winner's group to find its next best, so a round touches S / group_size +
    group_size entries instead of S; both halves' rounds run in one loop, as two
-   independent chains;
+   independent chains (`float_group_bests`, the default from S = 1,024 on: the first
+   group bests found on the float scores, only they made keys; session 70);
 2. the pair grid pruned to ranks (i + 1)(j + 1) <= k: pair (i, j) is beaten by every pair
    of lower or equal ranks in both halves, (i + 1)(j + 1) - 1 of them, so only those can be
    in the top k (119 pairs for k = 32, 280 for k = 64, instead of k'^2). The tournament
