@@ -258,7 +258,8 @@ TWO_ROWS_MIN_SUB_KEYS = 1024
 # 128 rows.
 FEW_ROWS_MAX = 2048
 # From this S on the groups find their bests on the float scores (`KernelConfig.
-# float_group_bests`): faster at S = 1,024, slower at 512, level at 256.
+# float_group_bests`): faster at S = 1,024, slower at 512, level at 256; untimed above 1,024
+# (an S that is not a power of two keeps the keys whatever the flag).
 FLOAT_GROUP_BESTS_MIN_SUB_KEYS = 1024
 
 
