@@ -61,6 +61,12 @@ topk_other_shapes() {
     done
   done
 }
+# topk_tests TREE LIMIT: the compiled top-k tests (`-m gpu`, 8 workers) in TREE, logged as
+# step t_tests, within LIMIT s.
+topk_tests() {
+  step t_tests "$2" "$(topk_dir "$1")" env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest \
+    -q -n 8 -m gpu tests/pallas_kernels/product_key/test_topk.py
+}
 # topk_collect: the f_* and b_* step logs into topk.log (a call returns at most 8 files).
 topk_collect() {
   cat "$OUT"/f_*.log "$OUT"/b_*.log > "$OUT/topk.log" 2> /dev/null

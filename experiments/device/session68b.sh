@@ -13,6 +13,5 @@ for shape in "256 32" "1024 32" "512 64" "1024 64"; do
 done
 topk_bench root
 topk_collect
-step t_tests 150 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \
-  tests/pallas_kernels/product_key/test_topk.py
+topk_tests root 150
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

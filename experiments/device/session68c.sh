@@ -19,6 +19,5 @@ for shape in "256 32" "1024 32"; do
   for tree in main root; do topk_flagged "${tree}_$1_$2" "$tree" "$1" "$2" normal default; done
 done
 topk_collect
-step t_tests 300 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \
-  tests/pallas_kernels/product_key/test_topk.py
+topk_tests root 300
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

@@ -11,6 +11,5 @@ topk_bench root
 topk_bench logits
 topk_other_shapes root logits
 topk_collect
-step t_tests 300 devrun/topk_logits env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest \
-  -q -n 8 -m gpu tests/pallas_kernels/product_key/test_topk.py
+topk_tests logits 300
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

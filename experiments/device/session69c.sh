@@ -15,6 +15,5 @@ topk_bench root
 topk_bench main
 topk_other_shapes root main
 topk_collect
-step t_tests 300 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest \
-  -q -n 8 -m gpu tests/pallas_kernels/product_key/test_topk.py
+topk_tests root 300
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"

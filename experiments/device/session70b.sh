@@ -10,6 +10,5 @@ topk_target root rounds rounds root
 topk_bench root
 topk_other_shapes root rounds
 topk_collect
-step t_tests 300 . env XLA_PYTHON_CLIENT_PREALLOCATE=false python -m pytest -q -n 8 -m gpu \
-  tests/pallas_kernels/product_key/test_topk.py
+topk_tests root 300
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
