@@ -58,6 +58,11 @@ def test_topk_benchmark_times_every_implementation_and_tiling():
                 "speedup_over_lax_top_k", "speedup_over_lax_top_k_back_to_back",
                 "speedup_over_xla"):
       assert kernel[key] > 0, key
+    # Each ratio divides like by like: waited-for medians, or back-to-back calls.
+    assert kernel["speedup_over_lax_top_k"] == pytest.approx(
+        shape["lax_top_k_2s_fwd_ms"] / kernel["fwd_ms"])
+    assert kernel["speedup_over_lax_top_k_back_to_back"] == pytest.approx(
+        shape["lax_top_k_2s_back_to_back_ms"] / kernel["fwd_back_to_back_ms"])
   assert shape["fastest_tiling"] in (default["tiling"], scan["tiling"])
 
 
