@@ -41,10 +41,9 @@ def benchmark_shape(*, rows: int, sub_keys: int, k: int, dtype: str,
   tiling ("default" or "field=value;..." over `topk_pallas.KernelConfig`), the forwards
   also back to back (`*_back_to_back_ms`) and, up to SCAN_MAX_ROWS rows, per call inside a
   scan (`*_scan_ms`); each kernel's speedup over `lax.top_k` from waited-for medians
-  (`speedup_over_lax_top_k`) and from back-to-back calls (`..._back_to_back`, the issue-12
-  yardstick at 65,536 rows, where waiting adds tens of microseconds to each); whether the
-  kernel's ids equal the XLA path's; and the fastest tiling (by median) among those whose
-  ids do."""
+  (`speedup_over_lax_top_k`) and from back-to-back calls (`..._back_to_back`, issue 12's
+  yardstick; why they differ: `_time`); whether the kernel's ids equal the XLA path's; and
+  the fastest tiling (by median) among those whose ids do."""
   scores = jax.random.normal(jax.random.PRNGKey(rows + sub_keys + k),
                              (rows, 2 * sub_keys), jnp.dtype(dtype))
   cotangent = jax.random.normal(jax.random.PRNGKey(1), (rows, k), jnp.float32)
