@@ -1532,6 +1532,13 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
                              sub_keys=sub_keys, k=k, per_half=per_half, ranked=ranked,
                              parts=parts, config=config, interpret=interpret)
+  operands = (rows, jnp.asarray(ranks))
+  if config.final_select == "frontier":
+    # The frontier reads no candidate ranks: without the operand XLA launches no kernel to
+    # build its constant before each call.
+    operands = (rows,)
+    kernel = functools.partial(lambda kernel, scores_ref, *refs: kernel(scores_ref, None, *refs),
+                               kernel)
   idx, logits, *_ = pl.pallas_call(
       kernel,
       name="product_key_topk_kernel",  # names the kernel in profiles
@@ -1540,7 +1547,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
       grid=(pl.cdiv(num_rows, config.block_rows),),
       interpret=interpret,
       compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
-  )(rows, jnp.asarray(ranks))
+  )(*operands)
   return idx.reshape(*lead, k), logits.reshape(*lead, k)
 
 
