@@ -1417,7 +1417,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
             config: KernelConfig, interpret: bool):
   """ranks [2, sum(parts)] int32: the candidates' ranks in the first and second half
   (-1 = padding), part after part (the frontier, which forms its own from the pick logs:
-  none, [2, 1] of -1); work_refs: `_working_memory`, named by work_names;
+  None, no operand); work_refs: `_working_memory`, named by work_names;
   ranked: the ranks per half selected in order (< per_half: the rest as `_Tail`s)."""
   work = dict(zip(work_names, work_refs))
   picks_ref = work["picks"]
@@ -1521,7 +1521,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   num_rows = rows.shape[0]
   ranked = ranked_per_half(k, per_half, config)
   if config.final_select == "frontier":  # forms its candidates from the pick logs
-    parts, ranks = (), np.full((2, 1), -1, np.int32)
+    parts, ranks = (), None
   else:
     pairs = candidate_pairs(k, per_half)
     pair_ranks = pairs[(pairs < ranked).all(axis=1)].T  # the rest: the tails (`_Tail`)
@@ -1532,13 +1532,15 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
   kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
                              sub_keys=sub_keys, k=k, per_half=per_half, ranked=ranked,
                              parts=parts, config=config, interpret=interpret)
-  operands = (rows, jnp.asarray(ranks))
-  if config.final_select == "frontier":
-    # The frontier reads no candidate ranks: without the operand XLA launches no kernel to
-    # build its constant before each call.
+  if ranks is None:
+    # No ranks operand: its constant cost a kernel launch of XLA's before every call (an
+    # H100, 65,536 rows, S = 512, k = 32: 0.9 us on the device, 0.314 / 0.314 ms a call back
+    # to back against 0.317 / 0.326 with it; WORKSPACE.md, issue 12, session 74).
     operands = (rows,)
     kernel = functools.partial(lambda kernel, scores_ref, *refs: kernel(scores_ref, None, *refs),
                                kernel)
+  else:
+    operands = (rows, jnp.asarray(ranks))
   idx, logits, *_ = pl.pallas_call(
       kernel,
       name="product_key_topk_kernel",  # names the kernel in profiles
