@@ -6,6 +6,7 @@
 # main's kernel (ncu_stalls.log, ncu_full.log); then the k = 64 shapes for both trees.
 source experiments/device/common.sh
 topk_target root main main root
+cp -r .whl devrun/topk_main/  # session74b.sh installs the wheels from its own root
 ( cd devrun/topk_main && OUT="$OUT" DEADLINE=$(( DEADLINE - ($(date +%s) - START) - 60 )) \
   bash experiments/device/session74b.sh )
 for shape in "512 64" "1024 64"; do
