@@ -1,0 +1,18 @@
+# Call 75a: carry .whl; kind nvidia-h200 (issue 12's target card; an H100 may come: say
+# which). Main at issue 12's shape (65,536 rows, S = 512, k = 32) as every call since
+# session 70 times it (30 calls back to back), then over 300 calls, where the start and the
+# final wait (about 0.37 ms a timed stream on an H100, call 74d) weigh 0.4% of the kernel's
+# time instead of 4%: `time_topk_flagged` on float32 and bf16-grid rows, `bench_ops --op=topk`
+# (the kernel, `lax.top_k` over the 1,024 scores and the XLA path, all over the same number
+# of calls), and `profile_topk` (the kernel's own time in JAX's profile).
+source experiments/device/common.sh
+topk_flagged main_512_32_30 root 512 32 normal,bf16_grid default
+step f_main_512_32_300 40 . python -m experiments.device.time_topk_flagged --rows=65536 \
+  --sub_keys=512 --k=32 --inputs=normal,bf16_grid --tilings=default --repeats=300
+topk_bench root
+step b_root_300 90 . python -m experiments.bench_ops --op=topk --repeats=300 --dtype=float32 \
+  --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
+topk_figures b_root_300
+step p_root 40 . python -m experiments.device.profile_topk
+topk_collect
+echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
