@@ -1537,8 +1537,10 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
     # H100, 65,536 rows, S = 512, k = 32: 0.9 us on the device, 0.314 / 0.314 ms a call back
     # to back against 0.317 / 0.326 with it; WORKSPACE.md, issue 12, session 74).
     operands = (rows,)
-    kernel = functools.partial(lambda kernel, scores_ref, *refs: kernel(scores_ref, None, *refs),
-                               kernel)
+    with_ranks = kernel
+
+    def kernel(scores_ref, *refs):
+      return with_ranks(scores_ref, None, *refs)
   else:
     operands = (rows, jnp.asarray(ranks))
   idx, logits, *_ = pl.pallas_call(

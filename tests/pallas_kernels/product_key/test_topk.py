@@ -638,6 +638,23 @@ def test_gpu_kernel_lowers_for_gpu(config, sub_keys, k):
   assert lowered.as_text().count("__gpu$xla.gpu.triton") == 1
 
 
+def test_the_frontier_takes_the_scores_alone():
+  """The frontier forms its candidates from the pick logs, so its launch takes no ranks
+  operand, whose constant XLA built by a kernel of its own before every call (session 74);
+  the tournament's takes its candidates' ranks."""
+  scores = jax.ShapeDtypeStruct((64, 2 * 32), jnp.float32)
+
+  def operands(config):
+    def topk(scores):
+      return topk_pallas.product_key_topk(scores, 8, config=config, interpret=False)
+    text = jax.jit(topk).trace(scores).lower(lowering_platforms=("cuda",)).as_text()
+    (call,) = [line for line in text.splitlines() if "__gpu$xla.gpu.triton" in line]
+    return call.split("custom_call @__gpu$xla.gpu.triton(")[1].split(")")[0].count("%")
+
+  assert operands(topk_pallas.KernelConfig()) == 1
+  assert operands(topk_pallas.KernelConfig(final_select="tournament")) == 2
+
+
 @pytest.mark.parametrize("field,value", [("block_rows", 3), ("num_warps", 0),
                                          ("num_warps", 64), ("group_size", 24),
                                          ("half_select", "sort"), ("pick", "argmin"),
