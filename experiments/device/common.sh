@@ -28,11 +28,11 @@ topk_figures() {
 }
 # The top-k calls' trees: TREE names devrun/topk_TREE, or "root", the repository root.
 topk_dir() { if [ "$1" = root ]; then echo .; else echo "devrun/topk_$1"; fi; }
-# topk_flagged NAME TREE SUB_KEYS K INPUTS TILINGS: `time_topk_flagged` at 65,536 rows in
-# TREE, logged as step f_NAME.
+# topk_flagged NAME TREE SUB_KEYS K INPUTS TILINGS [FLAG...]: `time_topk_flagged` at 65,536
+# rows in TREE (with any further flags, e.g. --repeats=300), logged as step f_NAME.
 topk_flagged() {
   step "f_$1" 40 "$(topk_dir "$2")" python -m experiments.device.time_topk_flagged \
-    --rows=65536 --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6"
+    --rows=65536 --sub_keys="$3" --k="$4" --inputs="$5" --tilings="$6" "${@:7}"
 }
 # topk_target TREE...: issue 12's shape (65,536 rows, S = 512, k = 32) on float32 and
 # bf16-grid rows, default and `exact_order=false`, one process per TREE in the order given

@@ -7,8 +7,7 @@
 # of calls), and `profile_topk` (the kernel's own time in JAX's profile).
 source experiments/device/common.sh
 topk_flagged main_512_32_30 root 512 32 normal,bf16_grid default
-step f_main_512_32_300 40 . python -m experiments.device.time_topk_flagged --rows=65536 \
-  --sub_keys=512 --k=32 --inputs=normal,bf16_grid --tilings=default --repeats=300
+topk_flagged main_512_32_300 root 512 32 normal,bf16_grid default --repeats=300
 topk_bench root
 step b_root_300 90 . python -m experiments.bench_ops --op=topk --repeats=300 --dtype=float32 \
   --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
