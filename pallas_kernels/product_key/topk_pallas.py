@@ -681,16 +681,20 @@ def _against_tails(tail_head, top, pick_slot, top_residual=None):
   return took_tail, jnp.where(took_tail, tail_slot, pick_slot)
 
 
-def _advance_tails(tails, tail_carry, tail_head, took_tail):
+def _advance_tails(tails, tail_carry, tail_head, took_tail, may_take=None):
   """The tails' heads after a round: the taken tail advances for the rows that took it
-  (`_advance_tail`), all under one `lax.cond` on whether any row took a tail."""
+  (`_advance_tail`), all under one `lax.cond` on whether any row took a tail, or on
+  `may_take` where given (a scalar that holds wherever some row took one, found earlier in
+  the round; the rows that took none keep their heads either way)."""
   def advance(tails_now):
     tail_carry, (*_, tail_which) = tails_now
     tail_carry = tuple(_advance_tail(tail, head, took_tail & (tail_which == i))
                        for i, ((tail, _), head) in enumerate(zip(tails, tail_carry)))
     return tail_carry, _best_tail(tail_carry)
 
-  return lax.cond(_any_row(took_tail), advance, lambda x: x, (tail_carry, tail_head))
+  if may_take is None:
+    may_take = _any_row(took_tail)
+  return lax.cond(may_take, advance, lambda x: x, (tail_carry, tail_head))
 
 
 def _packs_into_ids(sub_keys: int, bits: int) -> bool:
@@ -912,10 +916,11 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
     top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
     tied = head_key == top
     pick = jnp.min(jnp.where(tied, head_id, _NO_ID), axis=1, keepdims=True)
-    top_residual = None
+    top_residual = tail_may_win = None
     if exact:  # among equal keys the larger exact sum (packed ids keep the slots' order)
-      pick, top_residual = _break_key_ties(top, tied, head_id, first_value, head_second,
-                                           pick, some_inexact, tail_head if tails else None)
+      pick, top_residual, tail_may_win = _break_key_ties(
+          top, tied, head_id, first_value, head_second, pick, some_inexact,
+          tail_head if tails else None)
     won = head_id == pick
     if packed:  # once every head is taken the pick is _NO_ID: its rank bits are past all
       pick_slot = jnp.right_shift(pick, rank_bits)
@@ -928,10 +933,13 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
       took_tail, taken_slot = _against_tails(tail_head, top, pick_slot, top_residual)
       won = won & ~took_tail
       if advance:
-        tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail)
+        tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail,
+                                               tail_may_win)
     store_pick(r, taken_slot)
     if not advance:
       return carry
+    # Loaded after the tails' branch: before it, 0.5% faster at S = 512, k = 32 but 6%
+    # slower at S = 1,024, k = 64 (an H100; WORKSPACE.md, issue 12, session 75).
     new_key, new_id, new_second = heads(rank + 1)
     if not packed:
       head_rank = jnp.where(won, rank + 1, head_rank)
@@ -1261,7 +1269,9 @@ def _best_exactly(keys, residuals, slots):
 
 def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inexact,
                     tail_head=None):
-  """(pick, top_residual) [R, 1]: the frontier's round winner in the exact order, given
+  """(pick, top_residual, tail_may_win): the frontier's round winner [R, 1] in the exact
+  order and its residual, and (given tail_head; else None) a scalar that holds wherever
+  some row's tail head may win the round (a tail head of key `top` or above), given
   the best key `top` [R, 1], the heads that have it (`tied` [R, L], their ids, in the
   slots' order, and their two scores) and `pick`, the lowest id among them. Among equal
   keys the larger residual wins, so only a row with two such heads, or a tail head of key
@@ -1270,9 +1280,9 @@ def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inex
   normal rows at S = 512, k = 32 have two equal logits in a row) they are computed from
   the heads' scores by the same `sum_residual` as the twin's; elsewhere the pick stands,
   with top_residual 0 (compared with nothing).
-  Every row has a head of key `top`, so more than R such heads (and tail heads) in the
-  program means some row has two: that one count over the program, independent of the
-  pick's reduction, decides the branch, and the rows are told apart only inside it.
+  Every row has a head of key `top`, so a row counting more than one such head (or a tail
+  head of that key) has two: one sum of those rows' flags over the program, independent of
+  the pick's reduction, decides the branch, and the rows are told apart only inside it.
 
   Where every head's sum in the program is exact in float32 (`some_inexact` False, a
   scalar: on scores on bf16's grid, as the layer's are with bf16 activations, nearly every
@@ -1284,20 +1294,32 @@ def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inex
   # Per row, then over the rows: the tail heads join the rows' counts before the sum over
   # the rows, so one reduction serves both (two were 2 shuffles more a round).
   row_ties = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True)        # [R, 1]
-  if tail_head is not None:
-    row_ties = row_ties + (tail_key == top).astype(jnp.int32)
-  ties = jnp.sum(row_ties)
+  several = row_ties > 1
+  tail_may_win = None
+  if tail_head is None:
+    ties = jnp.sum(several.astype(jnp.int32))
+  else:
+    several = several | (tail_key == top)
+    # Whether some row's tail may win rides in the same sum over the rows (bits 8 and up;
+    # at most R rows count in each field), so the round needs no reduction of its own to
+    # decide the tails' branch: a tail head beats `top` only with a key at least `top`.
+    # On an H100 at S = 512, k = 32: 0.310 ms against 0.314-0.315 with a reduction of its
+    # own after the pick, and ahead or level at the other benchmarked shapes
+    # (WORKSPACE.md, issue 12, session 75).
+    flags = jnp.sum(several.astype(jnp.int32) + jnp.where(tail_key >= top, 1 << 8, 0))
+    ties, tail_may_win = flags & 0xFF, flags >= 1 << 8
 
   def by_residual(pick):
     # A row's best head always ties itself, so a count above 1 is a second such head or a
     # tail head of key `top`.
-    several = (row_ties > 1) & (top != _TAKEN)  # every head taken: _NO_ID, a tail's turn
+    has_ties = several & (top != _TAKEN)  # every head taken: _NO_ID, a tail's turn
     residuals = sum_residual(first_values, second_values, first_values + second_values)
     residual, exact_pick = _largest_residual(tied & (ids != _NO_ID), residuals, ids)
-    return jnp.where(several, exact_pick, pick), jnp.where(several, residual, 0.0)
+    return jnp.where(has_ties, exact_pick, pick), jnp.where(has_ties, residual, 0.0)
 
-  return lax.cond((ties > top.shape[0]) & some_inexact, by_residual,
-                  lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
+  pick, residual = lax.cond((ties > 0) & some_inexact, by_residual,
+                            lambda pick: (pick, jnp.zeros(pick.shape, jnp.float32)), pick)
+  return pick, residual, tail_may_win
 
 
 def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: int,

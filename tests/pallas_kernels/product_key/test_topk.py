@@ -366,7 +366,7 @@ def test_the_frontier_needs_its_key_ties_broken_by_residuals(monkeypatch):
   from the twin on `swamped_scores`, so the residuals it computes there are what makes its
   order exact (the previous test: with them it matches)."""
   monkeypatch.setattr(topk_pallas, "_break_key_ties",
-                      lambda *args: (args[5], jnp.zeros(args[5].shape, jnp.float32)))
+                      lambda *args: (args[5], jnp.zeros(args[5].shape, jnp.float32), None))
   jax.clear_caches()  # other tests traced the kernel with the real one
   scores = swamped_scores(5, 16, 256)
   idx, _ = jax.jit(functools.partial(topk_pallas.product_key_topk, k=8,
