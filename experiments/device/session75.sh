@@ -2,9 +2,9 @@
 # device time). Make the trees first, here: `source experiments/device/copies.sh;
 # branch_from_patch streamed-start b7ce2d0; rm -rf devrun; archive topk_ss streamed-start`,
 # from a checkout of a6b5cf7; carry .whl and devrun; kind nvidia-h200 (an H100 may come:
-# say which). Part a: that main in the repository root, as session75a.sh. Part b: branch streamed-start in
-# devrun/topk_ss, as its session75b.sh (8 rows a program with `start_entries`, against the
-# default in the same process).
+# say which). Part a: that main in the repository root, as session75a.sh. Part b: branch
+# streamed-start in devrun/topk_ss, as its session75b.sh (8 rows a program with
+# `start_entries`, against the default in the same process).
 source experiments/device/common.sh
 topk_flagged main_512_32_30 root 512 32 normal,bf16_grid default
 topk_flagged main_512_32_300 root 512 32 normal,bf16_grid default --repeats=300
