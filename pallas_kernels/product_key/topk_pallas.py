@@ -1291,8 +1291,8 @@ def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inex
   what `_against_tails` compares a tail head's with: the branch runs only where some sum
   may be inexact."""
   tail_key = None if tail_head is None else tail_head[0]
-  # Per row, then over the rows: the tail heads join the rows' counts before the sum over
-  # the rows, so one reduction serves both (two were 2 shuffles more a round).
+  # Per row, then over the rows: a tail head of key `top` joins its row's flag before the
+  # sum over the rows, so one reduction serves both (two were 2 shuffles more a round).
   row_ties = jnp.sum(tied.astype(jnp.int32), axis=1, keepdims=True)        # [R, 1]
   several = row_ties > 1
   tail_may_win = None
@@ -1300,14 +1300,15 @@ def _break_key_ties(top, tied, ids, first_values, second_values, pick, some_inex
     ties = jnp.sum(several.astype(jnp.int32))
   else:
     several = several | (tail_key == top)
-    # Whether some row's tail may win rides in the same sum over the rows (bits 8 and up;
-    # at most R rows count in each field), so the round needs no reduction of its own to
-    # decide the tails' branch: a tail head beats `top` only with a key at least `top`.
-    # On an H100 at S = 512, k = 32: 0.310 ms against 0.314-0.315 with a reduction of its
-    # own after the pick, and ahead or level at the other benchmarked shapes
-    # (WORKSPACE.md, issue 12, session 75).
-    flags = jnp.sum(several.astype(jnp.int32) + jnp.where(tail_key >= top, 1 << 8, 0))
-    ties, tail_may_win = flags & 0xFF, flags >= 1 << 8
+    # Whether some row's tail may win rides in the same sum over the rows, counted in
+    # units of 2R (a power of two above the R rows' count of ties), so the round needs no
+    # reduction of its own to decide the tails' branch: a tail head beats `top` only with
+    # a key at least `top`. On an H100 at S = 512, k = 32: 0.310 ms against 0.314-0.315
+    # with a reduction of its own after the pick, and ahead or level at the other
+    # benchmarked shapes (WORKSPACE.md, issue 12, session 75).
+    tail_unit = 2 * top.shape[0]
+    flags = jnp.sum(several.astype(jnp.int32) + jnp.where(tail_key >= top, tail_unit, 0))
+    ties, tail_may_win = flags & (tail_unit - 1), flags >= tail_unit
 
   def by_residual(pick):
     # A row's best head always ties itself, so a count above 1 is a second such head or a
