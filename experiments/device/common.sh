@@ -43,12 +43,27 @@ topk_target() {
     topk_flagged "${tree}_512_32_$((++n))" "$tree" 512 32 normal,bf16_grid default,exact_order=false
   done
 }
-# topk_bench TREE: `bench_ops --op=topk` at issue 12's shape (65,536 rows, S = 512, k = 32)
-# in TREE, logged as step b_TREE, its figures on one line of calls.log.
+# topk_bench TREE [REPEATS]: `bench_ops --op=topk` at issue 12's shape (65,536 rows, S = 512,
+# k = 32) in TREE over REPEATS calls (default 30), logged as step b_TREE (b_TREE_REPEATS
+# for other counts), its figures on one line of calls.log.
 topk_bench() {
-  step "b_$1" 60 "$(topk_dir "$1")" python -m experiments.bench_ops --op=topk --repeats=30 \
-    --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-  topk_figures "b_$1"
+  local repeats=${2:-30} name="b_$1" limit=60
+  if (( repeats != 30 )); then name+="_$repeats"; limit=90; fi
+  step "$name" "$limit" "$(topk_dir "$1")" python -m experiments.bench_ops --op=topk \
+    --repeats="$repeats" --dtype=float32 --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
+  topk_figures "$name"
+}
+# topk_steady_state NAME TREE: issue 12's shape in TREE over 30 calls back to back, as every
+# call since session 70 times it, and over 300, where the start and the final wait weigh
+# 0.4% of the kernel's time instead of 4% (call 74d): `time_topk_flagged` on float32 and
+# bf16-grid rows (steps f_NAME_512_32_30 and _300), `bench_ops` (b_TREE, b_TREE_300) and
+# `profile_topk` (p_TREE: the kernel's own time in JAX's profile).
+topk_steady_state() {
+  topk_flagged "$1_512_32_30" "$2" 512 32 normal,bf16_grid default
+  topk_flagged "$1_512_32_300" "$2" 512 32 normal,bf16_grid default --repeats=300
+  topk_bench "$2"
+  topk_bench "$2" 300
+  step "p_$2" 40 "$(topk_dir "$2")" python -m experiments.device.profile_topk
 }
 # topk_other_shapes TREE...: issue 12's other benchmarked shapes at 65,536 rows (S = 256 and
 # 1,024 at k = 32, S = 512 and 1,024 at k = 64), the default tiling on float32 rows, each

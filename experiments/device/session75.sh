@@ -6,13 +6,7 @@
 # streamed-start in devrun/topk_ss, as its session75b.sh (8 rows a program with
 # `start_entries`, against the default in the same process).
 source experiments/device/common.sh
-topk_flagged main_512_32_30 root 512 32 normal,bf16_grid default
-topk_flagged main_512_32_300 root 512 32 normal,bf16_grid default --repeats=300
-topk_bench root
-step b_root_300 90 . python -m experiments.bench_ops --op=topk --repeats=300 --dtype=float32 \
-  --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-topk_figures b_root_300
-step p_root 40 . python -m experiments.device.profile_topk
+topk_steady_state main root
 tilings="default,block_rows=8;start_entries=4,block_rows=8;start_entries=2,block_rows=8,start_entries=4,block_rows=8;start_entries=4;lazy_tail=false"
 rtilings="block_rows=8;start_entries=4;lazy_tail=false,start_entries=4,block_rows=8,block_rows=8;start_entries=2,block_rows=8;start_entries=4,default"
 topk_flagged rows8_512_32_1 ss 512 32 normal,bf16_grid "$tilings"

@@ -6,12 +6,6 @@
 # (the kernel, `lax.top_k` over the 1,024 scores and the XLA path, all over the same number
 # of calls), and `profile_topk` (the kernel's own time in JAX's profile).
 source experiments/device/common.sh
-topk_flagged main_512_32_30 root 512 32 normal,bf16_grid default
-topk_flagged main_512_32_300 root 512 32 normal,bf16_grid default --repeats=300
-topk_bench root
-step b_root_300 90 . python -m experiments.bench_ops --op=topk --repeats=300 --dtype=float32 \
-  --topk_rows=65536 --topk_sub_keys=512 --topk_k=32
-topk_figures b_root_300
-step p_root 40 . python -m experiments.device.profile_topk
+topk_steady_state main root
 topk_collect
 echo "done $(( $(date +%s) - START )) s" >> "$OUT/calls.log"
