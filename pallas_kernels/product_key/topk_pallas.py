@@ -121,6 +121,17 @@ about 25%, and 45% neither (the halves' start over all 2S scores, the candidates
 formation, the logits; reading the scores alone takes at least a fifth of the kernel's
 time). No stage held most of it; the formation was the part session 68 removed.
 
+Cache hints. The 21-24 programs a multiprocessor runs at once (by registers) hold 16 KB of
+scores each at S = 512 (4 rows), more than its 256 KB of L1 and shared memory, so which
+lines L1 evicts first matters: the start tiles (which the groups' rounds reload) and the
+pick logs (which the frontier reads every round) are loaded `evict_last`, and the loads
+after the rounds that form the logits (the picks' ids, then both scores of each; read
+once) `evict_first`. On an H100 at 65,536 rows, S = 512, k = 32 (WORKSPACE.md, issue 12,
+session 76): 0.302-0.305 ms against 0.311-0.318 without hints in the same calls, and 2-3%
+ahead at the other four benchmarked shapes. The logits' hint alone was 0.307, the tiles'
+alone level with no hints, and the pick logs' with the logits' but without the tiles'
+level too (the tiles then go first).
+
 The pruned candidates' ranks (tournament, threshold) are a compile-time list passed as a
 constant. The backward (a
 `custom_vjp`) scatters d_logits to the two score entries of each selected slot.
@@ -146,6 +157,11 @@ from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangen
 
 _NO_ID = np.iinfo(np.int32).max
 _TAKEN = np.iinfo(np.int32).min  # the key of a taken (or padding) entry
+# L1 eviction priorities (Triton's `eviction_policy`; module docstring, "Cache hints"):
+# lines a program reads again (its start tiles, which the groups reload; its pick logs) and
+# lines it reads for the last time (the loads that form the logits after the rounds).
+_READ_AGAIN = "evict_last"
+_LAST_READ = "evict_first"
 
 HALF_SELECTS = ("scan", "groups", "threshold")
 FINAL_SELECTS = ("tournament", "frontier", "threshold")
@@ -331,19 +347,22 @@ class _Rows(NamedTuple):
   store: jax.Array
 
 
-def _load_scores(scores_ref, rows: _Rows, cols, width: int | None):
+def _load_scores(scores_ref, rows: _Rows, cols, width: int | None, eviction_policy=None):
   """float32 scores at columns `cols` (broadcast against the rows); -inf past `width`
-  (None: every column is inside, no mask)."""
+  (None: every column is inside, no mask); eviction_policy: `_READ_AGAIN`, `_LAST_READ` or
+  None (the default priority)."""
   if width is None:
-    return pltriton.load(scores_ref.at[rows.load, cols]).astype(jnp.float32)
+    return pltriton.load(scores_ref.at[rows.load, cols],
+                         eviction_policy=eviction_policy).astype(jnp.float32)
   inside = jnp.broadcast_to(cols < width, jnp.broadcast_shapes(rows.load.shape, cols.shape))
-  values = pltriton.load(scores_ref.at[rows.load, cols], mask=inside, other=0)
+  values = pltriton.load(scores_ref.at[rows.load, cols], mask=inside, other=0,
+                         eviction_policy=eviction_policy)
   return jnp.where(inside, values.astype(jnp.float32), -jnp.inf)
 
 
-def _keys(scores_ref, rows: _Rows, offset: int, half_cols, sub_keys: int):
+def _keys(scores_ref, rows: _Rows, offset: int, half_cols, sub_keys: int, eviction_policy=None):
   """Keys of the half entries `half_cols` (padding past S: taken)."""
-  values = _load_scores(scores_ref, rows, offset + half_cols, offset + sub_keys)
+  values = _load_scores(scores_ref, rows, offset + half_cols, offset + sub_keys, eviction_policy)
   return jnp.where(half_cols < sub_keys, ordered_key(values), _TAKEN)
 
 
@@ -464,11 +483,11 @@ class _Groups(NamedTuple):
     rows = self.rows._replace(load=self.rows.load[:, :, None])
     cols = group_lanes[:, :, None] * self.size + in_group              # [1, G, g]
     if self.float_bests and not self.padded:
-      tile = _load_scores(self.scores_ref, rows, self.offset + cols, None)  # [R, G, g]
+      tile = _load_scores(self.scores_ref, rows, self.offset + cols, None, _READ_AGAIN)
       best_score = jnp.max(tile, axis=2, keepdims=True)                 # [R, G, 1]
       best = ordered_key(best_score[:, :, 0])
     else:
-      tile = _keys(self.scores_ref, rows, self.offset, cols, self.sub_keys)
+      tile = _keys(self.scores_ref, rows, self.offset, cols, self.sub_keys, _READ_AGAIN)
       best = jnp.max(tile, axis=2)                                       # [R, G]
       best_score = best[:, :, None]
     best_col = jnp.min(jnp.where(tile == best_score, in_group, _NO_ID), axis=2)
@@ -881,7 +900,7 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   scratch = logs[0].scratch
 
   def logged(plane, rank):  # a pick log's column (planes 0, 1) or key (2, 3) at `rank`
-    return pltriton.load(scratch.at[rows.load, plane, rank])
+    return pltriton.load(scratch.at[rows.load, plane, rank], eviction_policy=_READ_AGAIN)
 
   def store_pick(r, slot):  # slot [R, 1] at lane r of the output
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)], slot,
@@ -1527,10 +1546,11 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   stored = live & (out_lanes < k)
   out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
-  idx = pltriton.load(idx_ref.at[rows.load, jnp.minimum(out_lanes, k - 1)])
+  idx = pltriton.load(idx_ref.at[rows.load, jnp.minimum(out_lanes, k - 1)],
+                      eviction_policy=_LAST_READ)
   # The logits from the same float32 values as the sums (-0.0 made +0.0, as in the twin).
-  logits = (_load_scores(scores_ref, rows, idx // sub_keys, width)
-            + _load_scores(scores_ref, rows, sub_keys + idx % sub_keys, width))
+  logits = (_load_scores(scores_ref, rows, idx // sub_keys, width, _LAST_READ)
+            + _load_scores(scores_ref, rows, sub_keys + idx % sub_keys, width, _LAST_READ))
   logits = jnp.where(logits == 0, jnp.float32(0), logits)
   pltriton.store(logits_ref.at[rows.store, out_at], logits.astype(logits_ref.dtype),
                  mask=stored)

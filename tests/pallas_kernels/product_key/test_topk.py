@@ -730,6 +730,24 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
   assert topk_pallas.candidate_parts(12) == (16,)
 
 
+def test_the_kernel_tells_l1_which_lines_it_reads_again():
+  """Lowered for CUDA at issue 12's S and k (module docstring, "Cache hints"): the start
+  tiles `evict_last`, and the frontier's pick-log loads (its lanes' first-half picks, then
+  a second-half pick a round); the three loads that form the logits (ids, then both
+  scores) `evict_first`."""
+  from experiments import kernel_programs, triton_ir  # pylint: disable=import-outside-toplevel
+  (kernel,) = triton_ir.lowered_modules(kernel_programs.topk_program(
+      rows=8, sub_keys=512, k=32, config=topk_pallas.default_config(512, 32)))
+  loads = [line for line in kernel.ir.splitlines() if "tt.load" in line]
+  tiles = [line for line in loads if "tensor<4x32x16x!tt.ptr<f32>>" in line]
+  assert len(tiles) == 2 and all("evict_last" in line for line in tiles)
+  kept_logs = {shape for shape in ("4x16", "4x1") for line in loads
+               if f"evict_last : tensor<{shape}x!tt.ptr<i32>>" in line}
+  assert kept_logs == {"4x16", "4x1"}
+  last_reads = [line for line in loads if "evict_first" in line]
+  assert len(last_reads) == 3 and all("tensor<4x32x" in line for line in last_reads)
+
+
 @pytest.mark.tpu
 @pytest.mark.parametrize("sub_keys,k", [(512, 32), (1024, 64), (100, 128)])
 def test_compiled_tpu_kernel_matches_brute_force(sub_keys, k):
