@@ -1,6 +1,7 @@
 # Call 76e (written in session 76, not run: the try was refused with too little device time
-# left to start a machine; about 200 s of run): make the trees first, here: `source experiments/device/copies.sh; archive
-# topk_base 7f5dc64; archive topk_main 2bab7ed`; carry .whl and devrun; kind nvidia-h200
+# left to start a machine; about 200 s of run): make the trees first, here: `source
+# experiments/device/copies.sh; archive topk_base 7f5dc64; archive topk_main 2bab7ed`;
+# carry .whl and devrun; kind nvidia-h200
 # (an H100 may come). Main with the L1 hints (2bab7ed): whether the default tiling is still
 # the fastest at issue 12's shape (one process, float32 rows), main at the four other
 # shapes, and the decode shape (8 rows: the threshold selections, whose logits' loads now

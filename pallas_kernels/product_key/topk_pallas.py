@@ -127,7 +127,7 @@ lines L1 evicts first matters: the start tiles (which the groups' rounds reload)
 pick logs (which the frontier reads every round) are loaded `evict_last`, and the loads
 after the rounds that form the logits (the picks' ids, then both scores of each; read
 once) `evict_first`. On an H100 at 65,536 rows, S = 512, k = 32 (WORKSPACE.md, issue 12,
-session 76): 0.302-0.305 ms against 0.311-0.318 without hints in the same calls, and 2-3%
+session 76): 0.302-0.306 ms against 0.310-0.318 without hints in the same calls, and 1-3%
 ahead at the other four benchmarked shapes. The logits' hint alone was 0.307, the tiles'
 alone level with no hints, and the pick logs' with the logits' but without the tiles'
 level too (the tiles then go first).
