@@ -121,16 +121,19 @@ about 25%, and 45% neither (the halves' start over all 2S scores, the candidates
 formation, the logits; reading the scores alone takes at least a fifth of the kernel's
 time). No stage held most of it; the formation was the part session 68 removed.
 
-Cache hints. The 21-24 programs a multiprocessor runs at once (by registers) hold 16 KB of
-scores each at S = 512 (4 rows), more than its 256 KB of L1 and shared memory, so which
-lines L1 evicts first matters: the start tiles (which the groups' rounds reload) and the
-pick logs (which the frontier reads every round) are loaded `evict_last`, and the loads
-after the rounds that form the logits (the picks' ids, then both scores of each; read
-once) `evict_first`. On an H100 at 65,536 rows, S = 512, k = 32 (WORKSPACE.md, issue 12,
-session 76): 0.302-0.306 ms against 0.310-0.318 without hints in the same calls, and 1-3%
-ahead at the other four benchmarked shapes. The logits' hint alone was 0.307, the tiles'
-alone level with no hints, and the pick logs' with the logits' but without the tiles'
-level too (the tiles then go first).
+Cache hints. Triton's `eviction_policy` on a load sets both its L1 eviction priority and
+an L2 cache policy (`ld.global.L1::evict_*.L2::cache_hint` after a
+`createpolicy.fractional.L2::evict_*`). The 21-24 programs a multiprocessor runs at once
+(by registers) hold 16 KB of scores each at S = 512 (4 rows), more than its 256 KB of L1
+and shared memory, and the 132 multiprocessors' programs together about 44 MB, most of the
+50 MB L2, so which lines go first matters: the start tiles (which the groups' rounds
+reload) and the pick logs (which the frontier reads every round) are loaded `evict_last`,
+and the loads after the rounds that form the logits (the picks' ids, then both scores of
+each; read once) `evict_first`. On an H100 at 65,536 rows, S = 512, k = 32 (WORKSPACE.md,
+issue 12, session 76): 0.302-0.306 ms against 0.310-0.318 without hints in the same calls,
+and 1-3% ahead at the other four benchmarked shapes. The logits' hint alone was 0.307, the
+tiles' alone level with no hints, and the pick logs' with the logits' but without the
+tiles' level too (the tiles then go first). Which cache level gains was not measured.
 
 The pruned candidates' ranks (tournament, threshold) are a compile-time list passed as a
 constant. The backward (a
@@ -157,7 +160,7 @@ from pallas_kernels.product_key.topk_xla import candidate_pairs, scores_cotangen
 
 _NO_ID = np.iinfo(np.int32).max
 _TAKEN = np.iinfo(np.int32).min  # the key of a taken (or padding) entry
-# L1 eviction priorities (Triton's `eviction_policy`; module docstring, "Cache hints"):
+# Eviction priorities (Triton's `eviction_policy`, L1 and L2; module docstring, "Cache hints"):
 # lines a program reads again (its start tiles, which the groups reload; its pick logs) and
 # lines it reads for the last time (the loads that form the logits after the rounds).
 _READ_AGAIN = "evict_last"

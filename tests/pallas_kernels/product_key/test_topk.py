@@ -730,7 +730,7 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
   assert topk_pallas.candidate_parts(12) == (16,)
 
 
-def test_the_kernel_tells_l1_which_lines_it_reads_again():
+def test_the_kernel_hints_which_lines_it_reads_again():
   """Lowered for CUDA at issue 12's S and k (module docstring, "Cache hints"): the start
   tiles `evict_last`, and the frontier's pick-log loads (its lanes' first-half picks, then
   a second-half pick a round); the three loads that form the logits (ids, then both
