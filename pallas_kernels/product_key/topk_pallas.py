@@ -30,9 +30,15 @@ along the row axis for all of them at once):
    rounds and a round loaded the winner's successor: 0.352-0.366 ms against 0.333-0.336
    at S = 512, k = 32 on an H100, WORKSPACE.md, issue 12). Its first pick, the pair of
    ranks (0, 0), needs no round, and its last round forms no head (session 69: 0.324-0.329
-   ms against 0.333-0.336 in the same call, an H100). "tournament", like step 1's
-   "groups": the candidates go to working memory, each group of 16 keeps its best untaken
-   one, and a round reloads the winner's group (`_tournament`);
+   ms against 0.333-0.336 in the same call, an H100). After the "groups" halves the
+   first half's picks stay in registers (lane r of [R, L] set in round r), so only the
+   second half's log is written, one 128-byte line a row at S = 512, k = 32; and where a
+   thread holds at most 4 of them (`_picks_in_registers`) the frontier's own picks stay
+   in registers too, stored once a row after the rounds, and the logits come from them
+   (session 77, an H100: 0.283-0.285 ms against 0.305 with both in memory).
+   "tournament", like step 1's "groups": the candidates go to working memory, each group
+   of 16 keeps its best untaken one, and a round reloads the winner's group
+   (`_tournament`);
 4. the contract orders slots by their exact sums (`topk_xla`), and (key, slot) differs
    from that order only among equal keys of different exact sums (rounding ties). Every
    sequence the rounds take from (a lane, a tail, a group's rest) is in the exact order.
@@ -128,8 +134,8 @@ an L2 cache policy (`ld.global.L1::evict_*.L2::cache_hint` after a
 and shared memory, and the 132 multiprocessors' programs together about 44 MB, most of the
 50 MB L2, so which lines go first matters: the start tiles (which the groups' rounds
 reload) and the pick logs (which the frontier reads every round) are loaded `evict_last`,
-and the loads after the rounds that form the logits (the picks' ids, then both scores of
-each; read once) `evict_first`. On an H100 at 65,536 rows, S = 512, k = 32 (WORKSPACE.md,
+and the loads after the rounds that form the logits (the picks' ids, where the frontier
+stored them, then both scores of each; read once) `evict_first`. On an H100 at 65,536 rows, S = 512, k = 32 (WORKSPACE.md,
 issue 12, session 76): 0.302-0.306 ms against 0.310-0.318 without hints in the same calls,
 and 1-3% ahead at the other four benchmarked shapes. The logits' hint alone was 0.307, the
 tiles' alone level with no hints, and the pick logs' with the logits' but without the
@@ -386,13 +392,23 @@ def _first_max_lane(keys, pick: str):
 
 class _PickLog(NamedTuple):
   """Where a half's rounds leave their picks: scratch [rows, 4, K'] int32 (K' >= rounds),
-  lane r of row and plane `half` holding round r's pick (its column in the half), of
-  plane 2 + `half` its key (`ordered_key` of its score: the frontier forms its sums from
-  those, `_select_frontier`). The groups and the scans log both as they pick;
+  lane r of row and plane `col_plane` (2 * half) holding round r's pick (its column in
+  the half), of plane `key_plane` (2 * half + 1) its key (`ordered_key` of its score: the
+  frontier forms its sums from those, `_select_frontier`), so that a half's two planes
+  share lines. The groups and the scans log both as they pick (the groups before the
+  frontier log the second half only: the first half's picks stay in registers);
   `_threshold_halves` logs the columns and `_log_keys` the keys after them."""
   scratch: jax.Array
   half: int
   interpret: bool
+
+  @property
+  def col_plane(self) -> int:
+    return 2 * self.half
+
+  @property
+  def key_plane(self) -> int:
+    return 2 * self.half + 1
 
 
 def _log_pick(log: _PickLog, rows: _Rows, r, pick_col, pick_key=None):
@@ -401,15 +417,15 @@ def _log_pick(log: _PickLog, rows: _Rows, r, pick_col, pick_key=None):
   (`ordered_key` of its score), where given, at lane r of plane 2 + half."""
   lane = jnp.full(rows.store.shape, r, jnp.int32)
   live = rows.store < log.scratch.shape[0]
-  pltriton.store(log.scratch.at[rows.store, log.half, lane], pick_col, mask=live)
+  pltriton.store(log.scratch.at[rows.store, log.col_plane, lane], pick_col, mask=live)
   if pick_key is not None:
-    pltriton.store(log.scratch.at[rows.store, 2 + log.half, lane], pick_key, mask=live)
+    pltriton.store(log.scratch.at[rows.store, log.key_plane, lane], pick_key, mask=live)
 
 
 def _picks_by_rank(log: _PickLog, rows: _Rows, rank):
   """After the rounds (and a barrier), [R, P] the pick of each of a candidate part's ranks
   (rank [1, P]; -1 = no candidate: index 0)."""
-  return pltriton.load(log.scratch.at[rows.load, log.half, jnp.maximum(rank, 0)],
+  return pltriton.load(log.scratch.at[rows.load, log.col_plane, jnp.maximum(rank, 0)],
                        mask=jnp.broadcast_to(rank >= 0, (rows.load.shape[0], rank.shape[1])),
                        other=0)
 
@@ -531,23 +547,37 @@ class _Groups(NamedTuple):
 
 
 def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int, pick: str,
-                   group_size: int, float_bests: bool):
+                   group_size: int, float_bests: bool, first_in_registers: bool = False):
   """`_scan_half`'s picks for both halves (offsets 0 and S; a log per half) by a tournament
   over groups of `group_size` consecutive entries (module docstring, step 1, "groups");
-  returns each half's `_Groups` and state after the rounds (its head: the pick of round
-  `rounds`). One loop runs both halves' rounds: two independent chains per
+  returns each half's `_Groups`, its state before the rounds (its head: rank 0) and after
+  them (its head: the pick of round `rounds`), and with `first_in_registers` the first
+  half's picks (columns, keys) [R, L] by rank (L = next_power_of_two(rounds), lanes past
+  `rounds` holding its last rank, as the log's readers clamp ranks), kept in registers
+  instead of its log. One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
   half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
   halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick, float_bests)
                  for offset in (0, sub_keys))
+  rank = jnp.minimum(jnp.arange(next_power_of_two(rounds), dtype=jnp.int32)[None, :],
+                     rounds - 1)
 
-  def round_(r, states):
-    for log, state in zip(logs, states):
+  def round_(r, carry):
+    states, first = carry
+    logged = tuple(zip(logs, states))
+    if first_in_registers:
+      first = tuple(jnp.where(rank == r, new, old)
+                    for new, old in zip((states[0].pick_col, states[0].top), first))
+      logged = logged[1:]
+    for log, state in logged:
       _log_pick(log, rows, r, state.pick_col, state.top)
-    return tuple(half.take(state) for half, state in zip(halves, states))
+    return tuple(half.take(state) for half, state in zip(halves, states)), first
 
-  states = lax.fori_loop(0, rounds, round_, tuple(half.start() for half in halves))
-  return halves, states
+  starts = tuple(half.start() for half in halves)
+  first = ((jnp.zeros((rows.load.shape[0], rank.shape[1]), jnp.int32),) * 2
+           if first_in_registers else ())
+  states, first = lax.fori_loop(0, rounds, round_, (starts, first))
+  return halves, starts, states, (first or None)
 
 
 # Candidates per group of the final selection's tournament.
@@ -567,13 +597,10 @@ class _Tail(NamedTuple):
   partner_col: jax.Array    # [R, 1] its index in that half
 
   @staticmethod
-  def partnered(half: _Groups, other: _Groups, other_log: _PickLog) -> "_Tail":
-    """The tail of `half`, partnered with the other half's rank 0 (from its pick log)."""
-    rows = half.rows
-    col = pltriton.load(other_log.scratch.at[rows.load, other_log.half,
-                                             jnp.zeros_like(rows.load)])
-    return _Tail(half, _load_scores(other.scores_ref, rows, other.offset + col,
-                                    2 * half.sub_keys), col)
+  def partnered(half: _Groups, other_start: _HalfState) -> "_Tail":
+    """The tail of `half`, partnered with the other half's rank 0 (the head of its state
+    before the rounds; its score from its key, as `candidate`'s own)."""
+    return _Tail(half, _score_of_key(other_start.top), other_start.pick_col)
 
   def candidate(self, state: _HalfState):
     """(key, slot, residual) [R, 1] of the head's pair (`_TAKEN`, `_NO_ID`, 0 once the
@@ -868,8 +895,27 @@ def _score_of_key(key):
   return lax.bitcast_convert_type((key + negative) ^ (negative & 0x7FFFFFFF), jnp.float32)
 
 
+# The most picks a thread may hold in registers through the frontier's rounds
+# (`_picks_in_registers`).
+_PICKS_PER_THREAD_MAX = 4
+
+
+def _picks_in_registers(k: int, config: KernelConfig) -> bool:
+  """Whether the frontier keeps a program's picks ([block_rows, next_power_of_two(k)]
+  int32) in registers, at most `_PICKS_PER_THREAD_MAX` a thread, and stores them once
+  after its rounds, where a store a round wrote 4 bytes of a row at a time and the logits
+  reloaded them. An H100 at 65,536 rows (WORKSPACE.md, issue 12, session 77): 4 a thread
+  at S = 512, k = 32: 0.283-0.285 ms against 0.294; at S = 256 and 1,024, k = 32 and at S
+  = 1,024, k = 64 (2 rows), 1-3% faster; 8 a thread (S = 512, k = 64, 4 rows) took XLA's
+  build from 95 registers to 114 (21 programs per multiprocessor to 17) and the kernel
+  from 0.531 ms to 0.579."""
+  per_thread = config.block_rows * next_power_of_two(k) // (32 * config.num_warps)
+  return per_thread <= _PICKS_PER_THREAD_MAX
+
+
 def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: int,
-                     interpret: bool, tails: tuple = (), exact: bool = True) -> None:
+                     interpret: bool, tails: tuple = (), exact: bool = True,
+                     first_picks=None, picks_in_registers: bool = False) -> jax.Array | None:
   """The k best candidates' slots, best first, to idx_ref (module docstring, step 3,
   `final_select="frontier"`), from the halves' pick logs: lane i < `ranked` runs along
   the pairs (i, 0), (i, 1), ... with (i + 1)(j + 1) <= k and j < ranked, which come in the
@@ -892,7 +938,11 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   construction (module docstring, step 4): among equal keys the largest residual wins
   (`_break_key_ties`, from the heads' scores, kept in registers), needed only where some
   head's sum may be inexact (`_sums_exact` of the ranked scores, once). False: by (key,
-  slot) (`KernelConfig.exact_order=False`)."""
+  slot) (`KernelConfig.exact_order=False`). first_picks: the first half's (columns, keys)
+  [R, L] by rank, in registers (`_groups_halves`), and its rank 0's column [R, 1]; or None:
+  from its pick log. picks_in_registers (`_picks_in_registers`): the picks [R, K'] (K' =
+  next_power_of_two(k); lanes past k unused) kept in registers through the rounds, stored
+  to idx_ref once and returned; else each round stores its pick, and None is returned."""
   live = rows.store < idx_ref.shape[0]
   lanes = next_power_of_two(ranked)
   lane = jnp.arange(lanes, dtype=jnp.int32)[None, :]                    # [1, L]
@@ -902,18 +952,32 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   packed = _packs_into_ids(sub_keys, rank_bits)
   scratch = logs[0].scratch
 
-  def logged(plane, rank):  # a pick log's column (planes 0, 1) or key (2, 3) at `rank`
+  def logged(plane, rank):  # a pick log's plane (`_PickLog.col_plane`, `key_plane`) at `rank`
     return pltriton.load(scratch.at[rows.load, plane, rank], eviction_policy=_READ_AGAIN)
 
-  def store_pick(r, slot):  # slot [R, 1] at lane r of the output
+  first_log, second_log = logs
+
+  out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
+
+  def store_pick(r, slot, picks):
+    """slot [R, 1] at lane r of the picks: in registers ([R, K']), or stored to idx_ref
+    (picks: ())."""
+    if picks_in_registers:
+      return jnp.where(out_lanes == r, slot, picks)
     pltriton.store(idx_ref.at[rows.store, jnp.full(rows.store.shape, r, jnp.int32)], slot,
                    mask=live)
+    return picks
 
   platform.triton_barrier(interpret)  # the pick logs, before their loads
   ranks = jnp.broadcast_to(jnp.minimum(lane, ranked - 1), shape)
-  first_col = logged(0, ranks)                                          # [R, L]
-  first_value = _score_of_key(logged(2, ranks))
-  some_inexact = ~_sums_exact(first_value, _score_of_key(logged(3, ranks))) if exact else None
+  first_rank = jnp.zeros(rows.load.shape, jnp.int32)
+  if first_picks is None:
+    first_picks = (logged(first_log.col_plane, ranks), logged(first_log.key_plane, ranks),
+                   logged(first_log.col_plane, first_rank))
+  first_col, first_key, first_col_at_zero = first_picks                 # [R, L], [R, 1]
+  first_value = _score_of_key(first_key)
+  some_inexact = (~_sums_exact(first_value, _score_of_key(logged(second_log.key_plane, ranks)))
+                  if exact else None)
   # Each lane's share of its heads' ids, so that forming an id is one addition per lane:
   # (first * S + second) << bits | j = (first * S << bits) + (second << bits | j).
   lane_id_base = first_col * sub_keys
@@ -924,7 +988,8 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
     """(key, id, second-half score) [R, L] of each lane's pair with the second half's
     `rank` [R, 1] (`_TAKEN`, `_NO_ID` past the lane's end)."""
     at = jnp.minimum(rank, ranked - 1)
-    second_col, second_value = logged(1, at), _score_of_key(logged(3, at))
+    second_col = logged(second_log.col_plane, at)
+    second_value = _score_of_key(logged(second_log.key_plane, at))
     inside = rank < lengths
     row_id = jnp.left_shift(second_col, rank_bits) | rank if packed else second_col
     return (jnp.where(inside, ordered_key(first_value + second_value), _TAKEN),
@@ -934,7 +999,7 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
   def round_(r, carry, advance=True):
     """Round r: the best head taken and stored; with `advance`, the taken lane's (or
     tail's) next head formed (the last round's would go unused)."""
-    head_key, head_id, head_second, head_rank, tail_carry, tail_head = carry
+    picks, head_key, head_id, head_second, head_rank, tail_carry, tail_head = carry
     top = jnp.max(head_key, axis=1, keepdims=True)                     # [R, 1]
     tied = head_key == top
     pick = jnp.min(jnp.where(tied, head_id, _NO_ID), axis=1, keepdims=True)
@@ -957,9 +1022,9 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
       if advance:
         tail_carry, tail_head = _advance_tails(tails, tail_carry, tail_head, took_tail,
                                                tail_may_win)
-    store_pick(r, taken_slot)
+    picks = store_pick(r, taken_slot, picks)
     if not advance:
-      return carry
+      return picks
     # Loaded after the tails' branch: before it, 0.5% faster at S = 512, k = 32 but 6%
     # slower at S = 1,024, k = 64 (an H100; WORKSPACE.md, issue 12, session 75).
     new_key, new_id, new_second = heads(rank + 1)
@@ -967,23 +1032,32 @@ def _select_frontier(rows: _Rows, logs, idx_ref, k: int, sub_keys: int, ranked: 
       head_rank = jnp.where(won, rank + 1, head_rank)
     if exact:
       head_second = jnp.where(won, new_second, head_second)
-    return (jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id), head_second,
-            head_rank, tail_carry, tail_head)
+    return (picks, jnp.where(won, new_key, head_key), jnp.where(won, new_id, head_id),
+            head_second, head_rank, tail_carry, tail_head)
 
   # Round 0 takes the pair (0, 0): lane 0 starts at rank 1, every other lane at rank 0.
-  first_rank = jnp.zeros(rows.load.shape, jnp.int32)
-  store_pick(0, logged(0, first_rank) * sub_keys + logged(1, first_rank))
+  picks = (jnp.zeros((rows.load.shape[0], out_lanes.shape[1]), jnp.int32)
+           if picks_in_registers else ())
+  picks = store_pick(0, first_col_at_zero * sub_keys + logged(second_log.col_plane, first_rank),
+                     picks)
   lane_zero = lane == 0
   at_zero, at_one = heads(first_rank), heads(first_rank + 1)
   head_key, head_id, head_second = (jnp.where(lane_zero, one, zero)
                                     for zero, one in zip(at_zero, at_one))
   head_rank = () if packed else jnp.broadcast_to(
       jnp.where(lane < ranked, lane_zero.astype(jnp.int32), ranked), shape)
-  carry = (head_key, head_id, head_second if exact else (), head_rank, *_start_tails(tails))
+  carry = (picks, head_key, head_id, head_second if exact else (), head_rank,
+           *_start_tails(tails))
   if k > 1:
     carry = lax.fori_loop(1, k - 1, round_, carry)
-    round_(k - 1, carry, advance=False)
-  platform.triton_barrier(interpret)
+    picks = round_(k - 1, carry, advance=False)
+  if not picks_in_registers:
+    platform.triton_barrier(interpret)  # the stored picks, before the logits load them
+    return None
+  # One store of a row's picks, where a store a round wrote 4 bytes at a time.
+  pltriton.store(idx_ref.at[rows.store, jnp.where(out_lanes < k, out_lanes, k)], picks,
+                 mask=live & (out_lanes < k))
+  return picks
 
 
 class _Entries(NamedTuple):
@@ -1153,7 +1227,7 @@ def _threshold_halves(scores_ref, rows: _Rows, logs, work_ref, *, sub_keys: int,
                  for offset in (0, sub_keys))
   for half, (entries, cuts, log) in enumerate(zip(halves, _thresholds(halves, rounds), logs)):
     _store_ranked(entries, cuts, rows, work_ref, half, lambda lane, log=log: (
-        log.scratch.at[rows.store, log.half, lane]), rounds, interpret, by_key_first=True)
+        log.scratch.at[rows.store, log.col_plane, lane]), rounds, interpret, by_key_first=True)
 
 
 def _log_keys(scores_ref, rows: _Rows, logs, sub_keys: int, rounds: int,
@@ -1167,8 +1241,8 @@ def _log_keys(scores_ref, rows: _Rows, logs, sub_keys: int, rounds: int,
                             at.shape)
   lanes = jnp.broadcast_to(rank, at.shape)  # unclamped: a masked lane's store lands apart
   for offset, log in zip((0, sub_keys), logs):
-    cols = pltriton.load(log.scratch.at[rows.load, log.half, at])
-    pltriton.store(log.scratch.at[rows.store, 2 + log.half, lanes],
+    cols = pltriton.load(log.scratch.at[rows.load, log.col_plane, at])
+    pltriton.store(log.scratch.at[rows.store, log.key_plane, lanes],
                    _keys(scores_ref, rows, offset, cols, sub_keys), mask=stored)
 
 
@@ -1366,7 +1440,7 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   shape = (rows.load.shape[0], lane.shape[1])
 
   def log_col(half, rank):  # column of `rank` ([R, X] or [1, X]) in a half's pick log
-    return pltriton.load(logs[half].scratch.at[rows.load, half, rank])
+    return pltriton.load(logs[half].scratch.at[rows.load, logs[half].col_plane, rank])
 
   def lane_heads(first, j):  # (key, residual, slot) [R, L] of each lane's pair (i, j)
     second = log_col(1, jnp.minimum(j, ranked - 1))
@@ -1439,15 +1513,17 @@ def _exact_frontier(scores_ref, rows: _Rows, logs, idx_ref, k: int, sub_keys: in
   platform.triton_barrier(interpret)
 
 
-def _working_memory(num_rows: int, k: int, per_half: int, parts: tuple[int, ...],
-                    config: KernelConfig) -> dict:
+def _working_memory(num_rows: int, k: int, per_half: int, ranked: int,
+                    parts: tuple[int, ...], config: KernelConfig) -> dict:
   """The kernel's working memory by name (the Triton backend has no scratch operands, so
   it is outputs): picks [rows, 4, K'] int32, the halves' picks by rank and their keys
-  (`_PickLog`); "tournament": candidates [rows, 2, sum(parts)] int32 (`_select`);
+  (`_PickLog`; K' lanes for the `ranked` ranks logged, so that a row's four planes are
+  contiguous: at S = 512, k = 32, 2 lines of 128 bytes where lanes for all k' ranks took
+  4, half used); "tournament": candidates [rows, 2, sum(parts)] int32 (`_select`);
   "threshold" (either
   step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
   final selection reusing set 0)."""
-  memory = {"picks": (num_rows, 4, next_power_of_two(per_half))}
+  memory = {"picks": (num_rows, 4, next_power_of_two(ranked))}
   if config.final_select == "tournament":
     memory["candidates"] = (num_rows, 2, sum(parts))  # keys, slots
   halves = config.half_select == "threshold"
@@ -1486,11 +1562,12 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
       by_half.append([_picks_by_rank(log, rows, ranks[part]) for part in range(len(parts))])
     return list(zip(*by_half))
 
-  tails = ()
+  tails, first_picks = (), None
   if config.half_select == "groups":
-    halves, states = _groups_halves(scores_ref, rows, logs, sub_keys=sub_keys, rounds=ranked,
-                                    pick=config.pick, group_size=config.group_size,
-                                    float_bests=config.float_group_bests)
+    halves, half_starts, states, first_picks = _groups_halves(
+        scores_ref, rows, logs, sub_keys=sub_keys, rounds=ranked, pick=config.pick,
+        group_size=config.group_size, float_bests=config.float_group_bests,
+        first_in_registers=config.final_select == "frontier")
   elif config.half_select == "threshold":
     _threshold_halves(scores_ref, rows, logs, work["work"], sub_keys=sub_keys,
                       rounds=per_half, interpret=interpret)
@@ -1512,8 +1589,8 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   # final selection passes (for the frontier, `picks_of_parts` of no parts is those barriers
   # alone, what its tails need with several warps).
   if config.half_select == "groups" and ranked < per_half:  # the later ranks as lazy tails
-    tails = tuple((_Tail.partnered(half, other, logs[1 - i]), state)
-                  for i, (half, other, state) in enumerate(zip(halves, halves[::-1], states)))
+    tails = tuple((_Tail.partnered(half, other_start), state)
+                  for half, other_start, state in zip(halves, half_starts[::-1], states))
 
   def candidate_part(part):
     """(keys [R, P], slots [R, P]) of candidate part `part` (module docstring, step 2)."""
@@ -1528,6 +1605,7 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
 
   if together:  # every part formed before any is stored
     candidate_part = [candidate_part(part) for part in range(len(parts))].__getitem__
+  idx = None  # the frontier's picks, where it keeps them in registers
   if config.final_select == "threshold":  # selects from every part at once
     keys, slots = zip(*(candidate_part(part) for part in range(len(parts))))
     picked = _select_by_threshold(scores_ref, keys, slots, rows, work["work"], idx_ref, k,
@@ -1535,8 +1613,11 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   elif config.final_select == "frontier":  # exact by construction, or not at all
     if config.half_select == "threshold":
       _log_keys(scores_ref, rows, logs, sub_keys, per_half, interpret)
-    _select_frontier(rows, logs, idx_ref, k, sub_keys, ranked, interpret, tails,
-                     exact=config.exact_order)
+    if first_picks is not None:
+      first_picks = (*first_picks, half_starts[0].pick_col)
+    idx = _select_frontier(rows, logs, idx_ref, k, sub_keys, ranked, interpret, tails,
+                           exact=config.exact_order, first_picks=first_picks,
+                           picks_in_registers=_picks_in_registers(k, config))
     picked = None
   else:
     picked = _select(candidate_part, starts, rows, work["candidates"], idx_ref, k, sub_keys,
@@ -1549,8 +1630,9 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   out_lanes = jnp.arange(next_power_of_two(k), dtype=jnp.int32)[None, :]
   stored = live & (out_lanes < k)
   out_at = jnp.where(out_lanes < k, out_lanes, k)  # masked lanes out of bounds (interpret mode)
-  idx = pltriton.load(idx_ref.at[rows.load, jnp.minimum(out_lanes, k - 1)],
-                      eviction_policy=_LAST_READ)
+  if idx is None:
+    idx = pltriton.load(idx_ref.at[rows.load, jnp.minimum(out_lanes, k - 1)],
+                        eviction_policy=_LAST_READ)
   # The logits from the same float32 values as the sums (-0.0 made +0.0, as in the twin).
   logits = (_load_scores(scores_ref, rows, idx // sub_keys, width, _LAST_READ)
             + _load_scores(scores_ref, rows, sub_keys + idx % sub_keys, width, _LAST_READ))
@@ -1574,7 +1656,7 @@ def _forward(scores, k: int, config: KernelConfig, interpret: bool):
     parts = candidate_parts(pair_ranks.shape[1])
     ranks = np.full((2, sum(parts)), -1, np.int32)
     ranks[:, :pair_ranks.shape[1]] = pair_ranks
-  memory = _working_memory(num_rows, k, per_half, parts, config)
+  memory = _working_memory(num_rows, k, per_half, ranked, parts, config)
   kernel = functools.partial(_kernel, work_names=tuple(memory), num_rows=num_rows,
                              sub_keys=sub_keys, k=k, per_half=per_half, ranked=ranked,
                              parts=parts, config=config, interpret=interpret)

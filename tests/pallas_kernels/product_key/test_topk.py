@@ -730,22 +730,28 @@ def test_candidate_pairs_are_the_hyperbola_under_k():
   assert topk_pallas.candidate_parts(12) == (16,)
 
 
-def test_the_kernel_hints_which_lines_it_reads_again():
-  """Lowered for CUDA at issue 12's S and k (module docstring, "Cache hints"): the start
-  tiles `evict_last`, and the frontier's pick-log loads (its lanes' first-half picks, then
-  a second-half pick a round); the three loads that form the logits (ids, then both
-  scores) `evict_first`."""
+@pytest.mark.parametrize("k,last_reads_expected", [(32, 2), (64, 3)])
+def test_the_kernel_hints_which_lines_it_reads_again(k, last_reads_expected):
+  """Lowered for CUDA at S = 512 (module docstring, "Cache hints"): the start tiles
+  `evict_last`, and the frontier's pick-log loads (the second half's ranks, then a
+  second-half pick a round); the loads that form the logits `evict_first`: both scores,
+  and at k = 64 (4 rows of 64 picks, 8 a thread: `_picks_in_registers` is False) the
+  ids the rounds stored before them."""
   from experiments import kernel_programs, triton_ir  # pylint: disable=import-outside-toplevel
+  config = topk_pallas.default_config(512, k)
+  assert topk_pallas._picks_in_registers(k, config) == (k == 32)  # pylint: disable=protected-access
   (kernel,) = triton_ir.lowered_modules(kernel_programs.topk_program(
-      rows=8, sub_keys=512, k=32, config=topk_pallas.default_config(512, 32)))
+      rows=8, sub_keys=512, k=k, config=config))
   loads = [line for line in kernel.ir.splitlines() if "tt.load" in line]
   tiles = [line for line in loads if "tensor<4x32x16x!tt.ptr<f32>>" in line]
   assert len(tiles) == 2 and all("evict_last" in line for line in tiles)
-  kept_logs = {shape for shape in ("4x16", "4x1") for line in loads
+  lanes = k // 2  # the ranked ranks (lazy tails)
+  kept_logs = {shape for shape in (f"4x{lanes}", "4x1") for line in loads
                if f"evict_last : tensor<{shape}x!tt.ptr<i32>>" in line}
-  assert kept_logs == {"4x16", "4x1"}
+  assert kept_logs == {f"4x{lanes}", "4x1"}
   last_reads = [line for line in loads if "evict_first" in line]
-  assert len(last_reads) == 3 and all("tensor<4x32x" in line for line in last_reads)
+  assert len(last_reads) == last_reads_expected
+  assert all(f"tensor<4x{k}x" in line for line in last_reads)
 
 
 @pytest.mark.tpu
