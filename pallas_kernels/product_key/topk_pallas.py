@@ -35,7 +35,7 @@ along the row axis for all of them at once):
    second half's log is written, one 128-byte line a row at S = 512, k = 32; and where a
    thread holds at most 4 of them (`_picks_in_registers`) the frontier's own picks stay
    in registers too, stored once a row after the rounds, and the logits come from them
-   (session 77, an H100: 0.283-0.285 ms against 0.305 with both in memory).
+   (session 77, an H100: 0.282-0.285 ms against 0.304-0.307 with both in memory).
    "tournament", like step 1's "groups": the candidates go to working memory, each group
    of 16 keeps its best untaken one, and a round reloads the winner's group
    (`_tournament`);
@@ -135,9 +135,10 @@ and shared memory, and the 132 multiprocessors' programs together about 44 MB, m
 50 MB L2, so which lines go first matters: the start tiles (which the groups' rounds
 reload) and the pick logs (which the frontier reads every round) are loaded `evict_last`,
 and the loads after the rounds that form the logits (the picks' ids, where the frontier
-stored them, then both scores of each; read once) `evict_first`. On an H100 at 65,536 rows, S = 512, k = 32 (WORKSPACE.md,
-issue 12, session 76): 0.302-0.306 ms against 0.310-0.318 without hints in the same calls,
-and 1-3% ahead at the other four benchmarked shapes. The logits' hint alone was 0.307, the
+stored them, then both scores of each; read once) `evict_first`. On an H100 at 65,536
+rows, S = 512, k = 32 (WORKSPACE.md, issue 12, session 76): 0.302-0.306 ms against
+0.310-0.318 without hints in the same calls, and 1-3% ahead at the other four benchmarked
+shapes. The logits' hint alone was 0.307, the
 tiles' alone level with no hints, and the pick logs' with the logits' but without the
 tiles' level too (the tiles then go first). Which cache level gains was not measured.
 
@@ -905,10 +906,10 @@ def _picks_in_registers(k: int, config: KernelConfig) -> bool:
   int32) in registers, at most `_PICKS_PER_THREAD_MAX` a thread, and stores them once
   after its rounds, where a store a round wrote 4 bytes of a row at a time and the logits
   reloaded them. An H100 at 65,536 rows (WORKSPACE.md, issue 12, session 77): 4 a thread
-  at S = 512, k = 32: 0.283-0.285 ms against 0.294; at S = 256 and 1,024, k = 32 and at S
-  = 1,024, k = 64 (2 rows), 1-3% faster; 8 a thread (S = 512, k = 64, 4 rows) took XLA's
-  build from 95 registers to 114 (21 programs per multiprocessor to 17) and the kernel
-  from 0.531 ms to 0.579."""
+  at S = 512, k = 32: 0.283-0.285 ms against 0.294 stored; at S = 256 and 1,024, k = 32
+  and at S = 1,024, k = 64 (2 rows), 1-3% faster; 8 a thread (S = 512, k = 64, 4 rows)
+  took XLA's build from 95 registers to 114 (21 programs per multiprocessor to 17) and
+  the kernel from 0.531 ms to 0.579."""
   per_thread = config.block_rows * next_power_of_two(k) // (32 * config.num_warps)
   return per_thread <= _PICKS_PER_THREAD_MAX
 
