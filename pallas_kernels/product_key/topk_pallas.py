@@ -1518,9 +1518,11 @@ def _working_memory(num_rows: int, k: int, per_half: int, ranked: int,
                     parts: tuple[int, ...], config: KernelConfig) -> dict:
   """The kernel's working memory by name (the Triton backend has no scratch operands, so
   it is outputs): picks [rows, 4, K'] int32, the halves' picks by rank and their keys
-  (`_PickLog`; K' lanes for the `ranked` ranks logged, so that a row's four planes are
-  contiguous: at S = 512, k = 32, 2 lines of 128 bytes where lanes for all k' ranks took
-  4, half used); "tournament": candidates [rows, 2, sum(parts)] int32 (`_select`);
+  (`_PickLog`; K' lanes for the `ranked` ranks logged, so that a row's planes are
+  contiguous: at S = 512, k = 32 a half's two planes fill one line of 128 bytes, and
+  before the frontier only the second half's is written, where lanes for all k' ranks
+  took four half-used lines); "tournament": candidates [rows, 2, sum(parts)] int32
+  (`_select`);
   "threshold" (either
   step): work [rows, sets, 2, K] int32, `_store_ranked`'s packing (a set per half, the
   final selection reusing set 0)."""
