@@ -413,9 +413,10 @@ class _PickLog(NamedTuple):
 
 
 def _log_pick(log: _PickLog, rows: _Rows, r, pick_col, pick_key=None):
-  """Round r's pick [R, 1] stored at lane r: one store per round, where updating every
-  candidate of rank r in registers cost a pass over all candidates per round; its key
-  (`ordered_key` of its score), where given, at lane r of plane 2 + half."""
+  """Round r's pick [R, 1] stored at lane r of plane `col_plane`: one store per round,
+  where updating every candidate of rank r in registers cost a pass over all candidates
+  per round; its key (`ordered_key` of its score), where given, at lane r of plane
+  `key_plane`."""
   lane = jnp.full(rows.store.shape, r, jnp.int32)
   live = rows.store < log.scratch.shape[0]
   pltriton.store(log.scratch.at[rows.store, log.col_plane, lane], pick_col, mask=live)
@@ -555,7 +556,8 @@ def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int,
   them (its head: the pick of round `rounds`), and with `first_in_registers` the first
   half's picks (columns, keys) [R, L] by rank (L = next_power_of_two(rounds), lanes past
   `rounds` holding its last rank, as the log's readers clamp ranks), kept in registers
-  instead of its log. One loop runs both halves' rounds: two independent chains per
+  instead of its log, and its rank 0's column [R, 1] (`_select_frontier`'s first_picks;
+  else None). One loop runs both halves' rounds: two independent chains per
   iteration, so each one's reductions and reload overlap the other's (two loops, one per
   half, were 17% slower at k = 64 on the H200; WORKSPACE.md, issue 12, session 29)."""
   halves = tuple(_Groups(scores_ref, rows, offset, sub_keys, group_size, pick, float_bests)
@@ -578,7 +580,8 @@ def _groups_halves(scores_ref, rows: _Rows, logs, *, sub_keys: int, rounds: int,
   first = ((jnp.zeros((rows.load.shape[0], rank.shape[1]), jnp.int32),) * 2
            if first_in_registers else ())
   states, first = lax.fori_loop(0, rounds, round_, (starts, first))
-  return halves, starts, states, (first or None)
+  first_picks = (*first, starts[0].pick_col) if first_in_registers else None
+  return halves, starts, states, first_picks
 
 
 # Candidates per group of the final selection's tournament.
@@ -1616,8 +1619,6 @@ def _kernel(scores_ref, ranks_ref, idx_ref, logits_ref, *work_refs, work_names, 
   elif config.final_select == "frontier":  # exact by construction, or not at all
     if config.half_select == "threshold":
       _log_keys(scores_ref, rows, logs, sub_keys, per_half, interpret)
-    if first_picks is not None:
-      first_picks = (*first_picks, half_starts[0].pick_col)
     idx = _select_frontier(rows, logs, idx_ref, k, sub_keys, ranked, interpret, tails,
                            exact=config.exact_order, first_picks=first_picks,
                            picks_in_registers=_picks_in_registers(k, config))
